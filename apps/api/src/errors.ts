@@ -1,0 +1,44 @@
+import { TRPCError } from '@trpc/server';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+
+/** What an error becomes on the wire: an HTTP status, one sentence, and any headers it needs. */
+export type HttpError = { status: number; message: string; headers?: Record<string, string> };
+
+type Issue = { path?: readonly PropertyKey[]; message: string };
+
+const GENERIC_5XX: Record<number, string> = {
+  503: 'The store is unavailable; retry the request later.',
+};
+
+/**
+ * The single mapping from anything thrown while answering a request to what the client sees.
+ * 4xx messages are ours and name the offending field; 5xx messages are generic, whatever the cause.
+ */
+export function toHttpError(error: unknown): HttpError {
+  if (!(error instanceof TRPCError)) return { status: 500, message: 'Internal server error.' };
+  const status = getHTTPStatusCodeFromError(error);
+  if (status >= 500) return { status, message: GENERIC_5XX[status] ?? 'Internal server error.' };
+  const issues = validationIssues(error);
+  const message = issues === undefined ? error.message : describeIssues(issues);
+  if (status === 401) {
+    const challenge = error.message.startsWith('Missing') ? 'Bearer' : 'Bearer error="invalid_token"';
+    return { status, message, headers: { 'WWW-Authenticate': challenge } };
+  }
+  return { status, message };
+}
+
+function validationIssues(error: TRPCError): readonly Issue[] | undefined {
+  if (error.code !== 'BAD_REQUEST') return undefined;
+  const cause = error.cause as { issues?: readonly Issue[] } | undefined;
+  return Array.isArray(cause?.issues) && cause.issues.length > 0 ? cause.issues : undefined;
+}
+
+/** One sentence naming each offending field: "id must be an integer …; name is required." */
+export function describeIssues(issues: readonly Issue[]): string {
+  const parts = issues.map((issue) => {
+    const field = issue.path?.map(String).join('.') ?? '';
+    return `${field === '' ? 'request body' : field} ${issue.message}`;
+  });
+  const sentence = parts.join('; ');
+  return `${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}.`;
+}

@@ -1,0 +1,47 @@
+import type { IncomingMessage } from 'node:http';
+import { parseJson } from '@plant-store/schema';
+import { TRPCError } from '@trpc/server';
+import getRawBody from 'raw-body';
+
+/** Largest request body accepted, in bytes; larger ones are answered 413. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * Reads a JSON request body exactly (int64 ids as bigint). `application/json` with or without
+ * parameters is JSON; any other media type is 415, a missing or empty body 400, malformed JSON 400.
+ */
+export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  const header = req.headers['content-type'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (header === undefined && !hasBody) throw badRequest('The request body is required.');
+  const [mediaType = '', ...params] = (header ?? '').split(';').map((part) => part.trim().toLowerCase());
+  const charset = params.find((param) => param.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
+  if (mediaType !== 'application/json' || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')) {
+    throw new TRPCError({
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      message: 'The request body must be JSON, sent with "Content-Type: application/json".',
+    });
+  }
+  let text: string;
+  try {
+    text = await getRawBody(req, { length: req.headers['content-length'], limit: BODY_LIMIT_BYTES, encoding: 'utf-8' });
+  } catch (cause) {
+    if ((cause as { type?: string }).type === 'entity.too.large') {
+      throw new TRPCError({
+        code: 'PAYLOAD_TOO_LARGE',
+        message: `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`,
+      });
+    }
+    throw badRequest('The request body could not be read.');
+  }
+  if (text.trim() === '') throw badRequest('The request body is required.');
+  try {
+    return parseJson(text);
+  } catch {
+    throw badRequest('The request body is not valid JSON.');
+  }
+}
+
+function badRequest(message: string): TRPCError {
+  return new TRPCError({ code: 'BAD_REQUEST', message });
+}

@@ -1,0 +1,64 @@
+import { ApiErrorSchema } from '@plant-store/schema';
+import type { AnyProcedure } from '@trpc/server';
+import { getInputOutputParsers, type OpenApiMeta, type OpenApiProcedure } from 'trpc-to-openapi';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import type { RestRoute } from './rest.ts';
+
+const SECURITY_SCHEME = 'bearerAuth';
+
+/**
+ * The OpenAPI 3.1.0 document, generated from the same route table and zod schemas that serve the
+ * requests, so it cannot describe an operation that is not served.
+ */
+export function openApiDocument(routes: RestRoute[], serverUrl: string): object {
+  const paths: ZodOpenApiPathsObject = {};
+  for (const route of routes) {
+    const item = (paths[route.path] ??= {});
+    item[route.method.toLowerCase() as 'post'] = operation(route.procedure);
+  }
+  return createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Plant Store',
+      version: '1.0.0',
+      description: 'A plant store over HTTP. Every operation needs a bearer token.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    servers: [{ url: serverUrl, description: 'This server' }],
+    security: [{ [SECURITY_SCHEME]: [] }],
+    tags: [{ name: 'plants', description: 'Plant records' }],
+    paths,
+    components: {
+      securitySchemes: {
+        [SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS' },
+      },
+    },
+  });
+}
+
+function operation(procedure: AnyProcedure): ZodOpenApiOperationObject {
+  const meta = (procedure._def.meta as OpenApiMeta).openapi!;
+  const { inputParser, outputParser, hasInputsDefined } = getInputOutputParsers(
+    procedure as unknown as OpenApiProcedure,
+  );
+  const input = hasInputsDefined ? inputParser : undefined;
+  const output = outputParser;
+  const errors = Object.entries(meta.errorResponses ?? {}).map(([status, description]) => [
+    status,
+    { description, content: { 'application/json': { schema: ApiErrorSchema } } },
+  ]);
+  return {
+    operationId: meta.operationId,
+    summary: meta.summary,
+    description: meta.description,
+    tags: meta.tags,
+    ...(input && { requestBody: { required: true, content: { 'application/json': { schema: input } } } }),
+    responses: {
+      200: {
+        description: meta.successDescription ?? 'Success',
+        ...(output && { content: { 'application/json': { schema: output } } }),
+      },
+      ...Object.fromEntries(errors),
+    },
+  };
+}

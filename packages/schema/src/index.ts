@@ -1,0 +1,3 @@
+export * from './error.ts';
+export * from './plant.ts';
+export * from './json.ts';

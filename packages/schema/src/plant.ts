@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+const INT64_RANGE = 'an integer from -9223372036854775808 to 9223372036854775807';
+
+/** Error messages that read after the field's name: "id is required", "name must be a string". */
+const requiredString = (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : 'must be a string');
+
+/** A plant as the store answers it: the spec's `Plant`. */
+export const PlantSchema = z
+  .object({
+    name: z.string({ error: requiredString }).meta({ description: 'The name of the plant' }),
+    tag: z
+      .string({ error: 'must be a string' })
+      .optional()
+      .meta({ description: 'Tag that specifies the type of plant' }),
+  })
+  .meta({ id: 'Plant' });
+
+export type Plant = z.infer<typeof PlantSchema>;
+
+/** Identification number of a plant: a signed 64-bit integer, held as a `bigint` so no id is ever rounded. */
+export const PlantIdSchema = z
+  .int64({ error: (iss) => (iss.input === undefined ? 'is required' : `must be ${INT64_RANGE}`) })
+  .meta({ description: 'Identification number of the plant' });
+
+export type PlantId = z.infer<typeof PlantIdSchema>;
+
+/** The body that creates a plant: the spec's `NewPlant` (every field of `Plant`, plus `id`). */
+export const NewPlantSchema = z
+  .object(
+    {
+      id: PlantIdSchema,
+      name: PlantSchema.shape.name,
+      tag: PlantSchema.shape.tag,
+    },
+    { error: 'must be a JSON object' },
+  )
+  .meta({ id: 'NewPlant' });
+
+export type NewPlant = z.infer<typeof NewPlantSchema>;
