@@ -1,5 +1,5 @@
 // Bundles the api and its workspace packages into dist/main.js; npm dependencies stay external.
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const { dependencies } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
@@ -14,3 +14,5 @@ await build({
   external: Object.keys(dependencies).filter((name) => !name.startsWith('@plant-store/')),
   logLevel: 'warning',
 });
+// The SQLite writer thread is plain JavaScript loaded by URL next to main.js.
+copyFileSync('src/store/sqlite-writer.mjs', 'dist/sqlite-writer.mjs');

@@ -21,7 +21,11 @@ export type AppOptions = {
 /** Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler. */
 export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
   const verifyToken = createTokenVerifier(tokens);
-  const createContext = (authorization: string | undefined): Context => ({ store, verifyToken, authorization });
+  const createContext = (authorization: string | undefined): Context => ({
+    store,
+    verifyToken,
+    authorization,
+  });
   const routes = restRoutes(appRouter);
   const documentJson = JSON.stringify(openApiDocument(routes, publicUrl));
 
@@ -35,6 +39,6 @@ export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
     ctx.type = 'application/json';
     ctx.body = documentJson;
   });
-  app.use(restAdapter(routes, createContext));
+  app.use(restAdapter(routes, { store, verifyToken }));
   return app;
 }

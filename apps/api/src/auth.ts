@@ -27,7 +27,9 @@ export function createTokenVerifier(tokens: readonly { name: string; secret: str
     for (const token of accepted) {
       if (timingSafeEqual(digest, token.digest) && found === undefined) found = token.name;
     }
-    return found === undefined ? { ok: false, reason: 'invalid' } : { ok: true, principal: { tokenName: found } };
+    return found === undefined
+      ? { ok: false, reason: 'invalid' }
+      : { ok: true, principal: { tokenName: found } };
   };
 }
 

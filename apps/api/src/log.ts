@@ -7,8 +7,8 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
     {
       level: config.logLevel,
       base: { service: 'plant-store-api' },
-      redact: ['req.headers.authorization', '*.authorization', '*.token', '*.secret'],
+      redact: ['authorization', 'token', 'secret'],
     },
-    pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+    pino.destination({ dest: 1, sync: false }),
   );
 }

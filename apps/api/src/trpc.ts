@@ -1,8 +1,10 @@
-import { initTRPC, TRPCError } from '@trpc/server';
+import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
+import type { z } from 'zod';
 import type { TokenVerifier } from './auth.ts';
 import { toHttpError } from './errors.ts';
+import { type AnyOperation, authenticate, type Operation } from './operation.ts';
 import type { PlantStore } from './store/store.ts';
 
 /**
@@ -18,7 +20,7 @@ export type Context = {
 
 const t = initTRPC
   .context<Context>()
-  .meta<OpenApiMeta>()
+  .meta<OpenApiMeta<{ operation?: AnyOperation }>>()
   .create({
     // superjson carries bigint ids exactly over /trpc.
     transformer: superjson,
@@ -36,19 +38,25 @@ export const router = t.router;
 export const publicProcedure = t.procedure;
 
 /** Procedures that need a valid bearer token. @see https://trpc.io/docs/server/authorization */
-export const protectedProcedure = t.procedure.use(({ ctx, next }) => {
-  const auth = ctx.verifyToken(ctx.authorization);
-  if (!auth.ok) {
-    throw new TRPCError({
-      code: 'UNAUTHORIZED',
-      message:
-        auth.reason === 'missing'
-          ? 'Missing bearer token: send it as "Authorization: Bearer <token>".'
-          : 'The bearer token is not valid.',
-    });
-  }
-  return next({ ctx: { principal: auth.principal } });
-});
+export const protectedProcedure = t.procedure.use(({ ctx, next }) =>
+  next({ ctx: { principal: authenticate(ctx.verifyToken, ctx.authorization) } }),
+);
+
+function withOperation<I extends z.ZodType, O>(operation: Operation<I, O>) {
+  return protectedProcedure
+    .meta({ openapi: operation.openapi, operation: operation as unknown as AnyOperation })
+    .input(operation.input);
+}
+
+/** The tRPC mutation of an operation; its metadata carries the operation for the REST adapter. */
+export function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
+  return withOperation(operation).mutation(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
+}
+
+/** The tRPC query of an operation; its metadata carries the operation for the REST adapter. */
+export function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
+  return withOperation(operation).query(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
+}
 
 /** @see https://trpc.io/docs/server/server-side-calls */
 export const createCallerFactory = t.createCallerFactory;

@@ -3,7 +3,8 @@ import { z } from 'zod';
 const INT64_RANGE = 'an integer from -9223372036854775808 to 9223372036854775807';
 
 /** Error messages that read after the field's name: "id is required", "name must be a string". */
-const requiredString = (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : 'must be a string');
+const requiredString = (iss: { input?: unknown }) =>
+  iss.input === undefined ? 'is required' : 'must be a string';
 
 /** A plant as the store answers it: the spec's `Plant`. */
 export const PlantSchema = z

@@ -12,11 +12,18 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  */
 export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   const header = req.headers['content-type'];
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  const hasBody =
+    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   if (header === undefined && !hasBody) throw badRequest('The request body is required.');
   const [mediaType = '', ...params] = (header ?? '').split(';').map((part) => part.trim().toLowerCase());
-  const charset = params.find((param) => param.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
-  if (mediaType !== 'application/json' || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')) {
+  const charset = params
+    .find((param) => param.startsWith('charset='))
+    ?.slice('charset='.length)
+    .replace(/"/g, '');
+  if (
+    mediaType !== 'application/json' ||
+    (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+  ) {
     throw new TRPCError({
       code: 'UNSUPPORTED_MEDIA_TYPE',
       message: 'The request body must be JSON, sent with "Content-Type: application/json".',
@@ -24,7 +31,11 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   }
   let text: string;
   try {
-    text = await getRawBody(req, { length: req.headers['content-length'], limit: BODY_LIMIT_BYTES, encoding: 'utf-8' });
+    text = await getRawBody(req, {
+      length: req.headers['content-length'],
+      limit: BODY_LIMIT_BYTES,
+      encoding: 'utf-8',
+    });
   } catch (cause) {
     if ((cause as { type?: string }).type === 'entity.too.large') {
       throw new TRPCError({

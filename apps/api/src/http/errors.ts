@@ -30,6 +30,7 @@ export function errorMiddleware(log: Logger): Middleware {
 /** Errors raised with `ctx.throw(status, message)` (http-errors) whose message is meant for clients. */
 function fromKoaError(error: unknown): HttpError | undefined {
   const { status, expose, message } = error as { status?: unknown; expose?: unknown; message?: unknown };
-  if (typeof status === 'number' && expose === true && typeof message === 'string') return { status, message };
+  if (typeof status === 'number' && expose === true && typeof message === 'string')
+    return { status, message };
   return undefined;
 }

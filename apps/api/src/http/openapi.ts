@@ -1,6 +1,5 @@
 import { ApiErrorSchema } from '@plant-store/schema';
-import type { AnyProcedure } from '@trpc/server';
-import { getInputOutputParsers, type OpenApiMeta, type OpenApiProcedure } from 'trpc-to-openapi';
+import type { AnyOperation } from '../operation.ts';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import type { RestRoute } from './rest.ts';
 
@@ -14,7 +13,7 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
   const paths: ZodOpenApiPathsObject = {};
   for (const route of routes) {
     const item = (paths[route.path] ??= {});
-    item[route.method.toLowerCase() as 'post'] = operation(route.procedure);
+    item[route.method.toLowerCase() as 'post'] = describe(route.operation);
   }
   return createDocument({
     openapi: '3.1.0',
@@ -36,26 +35,20 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
   });
 }
 
-function operation(procedure: AnyProcedure): ZodOpenApiOperationObject {
-  const meta = (procedure._def.meta as OpenApiMeta).openapi!;
-  const { inputParser, outputParser, hasInputsDefined } = getInputOutputParsers(
-    procedure as unknown as OpenApiProcedure,
-  );
-  const input = hasInputsDefined ? inputParser : undefined;
-  const output = outputParser;
-  const errors = Object.entries(meta.errorResponses ?? {}).map(([status, description]) => [
+function describe({ openapi, input, output }: AnyOperation): ZodOpenApiOperationObject {
+  const errors = Object.entries(openapi.errorResponses ?? {}).map(([status, description]) => [
     status,
     { description, content: { 'application/json': { schema: ApiErrorSchema } } },
   ]);
   return {
-    operationId: meta.operationId,
-    summary: meta.summary,
-    description: meta.description,
-    tags: meta.tags,
-    ...(input && { requestBody: { required: true, content: { 'application/json': { schema: input } } } }),
+    operationId: openapi.operationId,
+    summary: openapi.summary,
+    description: openapi.description,
+    tags: openapi.tags,
+    requestBody: { required: true, content: { 'application/json': { schema: input } } },
     responses: {
       200: {
-        description: meta.successDescription ?? 'Success',
+        description: openapi.successDescription ?? 'Success',
         ...(output && { content: { 'application/json': { schema: output } } }),
       },
       ...Object.fromEntries(errors),

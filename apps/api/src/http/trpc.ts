@@ -7,7 +7,10 @@ import { BODY_LIMIT_BYTES } from './body.ts';
 const PREFIX = '/trpc/';
 
 /** Serves the tRPC wire protocol (what @trpc/client speaks) under /trpc. */
-export function trpcAdapter(router: AppRouter, createContext: (authorization: string | undefined) => Context): Middleware {
+export function trpcAdapter(
+  router: AppRouter,
+  createContext: (authorization: string | undefined) => Context,
+): Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(PREFIX)) return next();
     // Koa presets 404 and tRPC only overwrites non-200 statuses: hand it the raw response.

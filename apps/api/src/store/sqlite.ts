@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { NewPlant } from '@plant-store/schema';
 import Database from 'better-sqlite3';
 import { sqliteMigrations } from './sqlite-migrations.ts';
@@ -7,52 +8,69 @@ import { type PlantStore, type StoredPlant, StoreUnavailableError } from './stor
 
 type PendingCreate = { plant: NewPlant; resolve: (created: boolean) => void; reject: (err: Error) => void };
 type Row = { id: bigint; name: string; tag: string | null };
+type WriterAnswer = { created: boolean[] } | { failed: string };
 
 /**
- * The embedded store. Creates are group-committed: every create that arrives in one turn of the
- * event loop is inserted in one transaction, and each is answered only after that transaction's
- * COMMIT has been fsync'd (WAL with synchronous=FULL). A duplicate id fails only its own create.
+ * The embedded store: an SQLite file in WAL mode. Creates are group-committed by a writer thread
+ * (sqlite-writer.mjs): the creates of one event-loop turn are posted as a batch, and the writer
+ * commits all batches that queued up while its last COMMIT was being fsync'd in one transaction. Each create is answered only after its batch's COMMIT was fsync'd;
+ * a duplicate id fails only its own create. Reads use a separate connection on this thread.
  */
 export function openSqliteStore(path: string): PlantStore {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   db.defaultSafeIntegers(true);
   migrate(db);
 
-  const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING');
   const selectOne = db.prepare<[bigint], Row>('SELECT id, name, tag FROM plants WHERE id = ?');
   const selectFirst = db.prepare<[number], Row>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?');
   const selectAfter = db.prepare<[bigint, number], Row>(
     'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
   );
-  const insertBatch = db.transaction((plants: NewPlant[]) =>
-    plants.map((p) => insert.run(p.id, p.name, p.tag ?? null).changes === 1),
-  );
 
-  let pending: PendingCreate[] = [];
-  let closed = false;
+  const writer = new Worker(new URL('./sqlite-writer.mjs', import.meta.url), { workerData: { path } });
+  let queued: PendingCreate[] = [];
+  // Batches posted to the writer, oldest first; it answers them in order.
+  const inFlight: PendingCreate[][] = [];
+  let scheduled = false;
+  let failure: Error | undefined;
+  let closing: Promise<void> | undefined;
+  let drained: (() => void) | undefined;
 
-  function flush(): void {
-    const batch = pending;
-    pending = [];
-    let created: boolean[];
-    try {
-      created = insertBatch(batch.map((item) => item.plant));
-    } catch (cause) {
-      const error = new StoreUnavailableError('the plant could not be committed', { cause });
-      for (const item of batch) item.reject(error);
-      return;
-    }
-    batch.forEach((item, i) => item.resolve(created[i]!));
+  function dispatch(): void {
+    scheduled = false;
+    if (queued.length === 0) return;
+    inFlight.push(queued);
+    writer.postMessage(queued.map((item) => item.plant));
+    queued = [];
   }
 
-  function guard<T>(read: () => T): Promise<T> {
+  writer.on('message', (answer: WriterAnswer) => {
+    const batch = inFlight.shift() ?? [];
+    if ('created' in answer) batch.forEach((item, i) => item.resolve(answer.created[i]!));
+    else {
+      const error = new StoreUnavailableError(`the batch could not be committed (${answer.failed})`);
+      for (const item of batch) item.reject(error);
+    }
+    if (inFlight.length === 0 && drained) drained();
+  });
+  writer.on('error', (cause) => fail(new StoreUnavailableError('the SQLite writer failed', { cause })));
+  writer.on('exit', () => fail(new StoreUnavailableError('the SQLite writer stopped')));
+
+  function fail(error: Error): void {
+    failure ??= error;
+    for (const item of [...inFlight.flat(), ...queued]) item.reject(failure);
+    inFlight.length = 0;
+    queued = [];
+    drained?.();
+  }
+
+  function read<T>(query: () => T): Promise<T> {
     try {
-      if (closed) throw new Error('store is closed');
-      return Promise.resolve(read());
+      if (closing) throw new Error('store is closed');
+      return Promise.resolve(query());
     } catch (cause) {
       return Promise.reject(new StoreUnavailableError('the store could not be read', { cause }));
     }
@@ -60,22 +78,38 @@ export function openSqliteStore(path: string): PlantStore {
 
   return {
     create(plant) {
-      if (closed) return Promise.reject(new StoreUnavailableError('store is closed'));
+      if (failure || closing) return Promise.reject(failure ?? new StoreUnavailableError('store is closed'));
       return new Promise((resolve, reject) => {
-        if (pending.push({ plant, resolve, reject }) === 1) setImmediate(flush);
+        queued.push({ plant, resolve, reject });
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(dispatch);
+        }
       });
     },
-    get: (id) => guard(() => toPlant(selectOne.get(id))),
+    get: (id) => read(() => toPlant(selectOne.get(id))),
     list: ({ limit, after }) =>
-      guard(() =>
-        (after === undefined ? selectFirst.all(limit) : selectAfter.all(after, limit)).map((row) => toPlant(row)!),
+      read(() =>
+        (after === undefined ? selectFirst.all(limit) : selectAfter.all(after, limit)).map(
+          (row) => toPlant(row)!,
+        ),
       ),
-    ping: () => guard(() => undefined),
-    async close() {
-      if (closed) return;
-      if (pending.length > 0) flush();
-      closed = true;
-      db.close();
+    ping: () => read(() => undefined),
+    close() {
+      closing ??= (async () => {
+        if (!failure && (inFlight.length > 0 || queued.length > 0)) {
+          await new Promise<void>((resolve) => {
+            drained = resolve;
+            dispatch();
+          });
+        }
+        writer.removeAllListeners('exit');
+        const exited = new Promise((resolve) => writer.once('exit', resolve));
+        writer.postMessage('close');
+        await exited;
+        db.close();
+      })();
+      return closing;
     },
   };
 }

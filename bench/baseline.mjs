@@ -1,0 +1,57 @@
+// The baseline for `pnpm bench`: the smallest correct node:http + better-sqlite3 server for the
+// POST /plants contract (bearer auth, exact int64 ids, 400/401/409 as Error bodies), with WAL and
+// synchronous=NORMAL, so commits are not fsync'd before the answer. It marks the ceiling one Node
+// process reaches; the api must come close to it while fsyncing every acknowledged create.
+import { createServer } from 'node:http';
+import Database from 'better-sqlite3';
+import { isInteger, parse } from 'lossless-json';
+
+const port = Number(process.env.PORT ?? 3100);
+const token = process.env.API_TOKENS ?? 'bench-token';
+const db = new Database(process.env.DATABASE_FILE ?? 'baseline.db');
+db.pragma('journal_mode = WAL');
+db.pragma('synchronous = NORMAL');
+db.exec('CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
+const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING');
+const MIN = -(2n ** 63n);
+const MAX = 2n ** 63n - 1n;
+
+function send(res, status, body) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+createServer((req, res) => {
+  if (req.method !== 'POST' || req.url !== '/plants')
+    return send(res, 404, { error: 404, message: 'Not found.' });
+  if (req.headers.authorization !== `Bearer ${token}`) {
+    res.setHeader('www-authenticate', 'Bearer');
+    return send(res, 401, { error: 401, message: 'Bad token.' });
+  }
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    let plant;
+    try {
+      plant = parse(Buffer.concat(chunks).toString('utf8'), null, (n) =>
+        isInteger(n) ? BigInt(n) : Number(n),
+      );
+    } catch {
+      return send(res, 400, { error: 400, message: 'Malformed JSON.' });
+    }
+    const { id, name, tag } = plant ?? {};
+    if (
+      typeof id !== 'bigint' ||
+      id < MIN ||
+      id > MAX ||
+      typeof name !== 'string' ||
+      (tag !== undefined && typeof tag !== 'string')
+    ) {
+      return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
+    }
+    if (insert.run(id, name, tag ?? null).changes === 0)
+      return send(res, 409, { error: 409, message: 'Exists.' });
+    send(res, 200, tag === undefined ? { name } : { name, tag });
+  });
+}).listen(port, '127.0.0.1');
