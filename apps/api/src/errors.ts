@@ -33,12 +33,14 @@ function validationIssues(error: TRPCError): readonly Issue[] | undefined {
   return Array.isArray(cause?.issues) && cause.issues.length > 0 ? cause.issues : undefined;
 }
 
-/** One sentence naming each offending field: "id must be an integer …; name is required." */
+/** One sentence naming each offending field: "Invalid request body: id is required; name must be a string." */
 export function describeIssues(issues: readonly Issue[]): string {
   const parts = issues.map((issue) => {
     const field = issue.path?.map(String).join('.') ?? '';
-    return `${field === '' ? 'request body' : field} ${issue.message}`;
+    return field === '' ? `the request body ${issue.message}` : `${field} ${issue.message}`;
   });
   const sentence = parts.join('; ');
-  return `${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}.`;
+  return sentence.startsWith('the request body')
+    ? `The request body${sentence.slice('the request body'.length)}.`
+    : `Invalid request body: ${sentence}.`;
 }

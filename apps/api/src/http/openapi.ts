@@ -12,8 +12,7 @@ const SECURITY_SCHEME = 'bearerAuth';
 export function openApiDocument(routes: RestRoute[], serverUrl: string): object {
   const paths: ZodOpenApiPathsObject = {};
   for (const route of routes) {
-    const item = (paths[route.path] ??= {});
-    item[route.method.toLowerCase() as 'post'] = describe(route.operation);
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: describe(route.operation) };
   }
   return createDocument({
     openapi: '3.1.0',

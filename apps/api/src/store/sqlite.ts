@@ -49,8 +49,9 @@ export function openSqliteStore(path: string): PlantStore {
 
   writer.on('message', (answer: WriterAnswer) => {
     const batch = inFlight.shift() ?? [];
-    if ('created' in answer) batch.forEach((item, i) => item.resolve(answer.created[i]!));
-    else {
+    if ('created' in answer) {
+      for (const [i, item] of batch.entries()) item.resolve(answer.created[i]!);
+    } else {
       const error = new StoreUnavailableError(`the batch could not be committed (${answer.failed})`);
       for (const item of batch) item.reject(error);
     }

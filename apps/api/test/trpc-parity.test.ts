@@ -1,0 +1,84 @@
+import { createTRPCClient, httpBatchLink, httpLink, TRPCClientError } from '@trpc/client';
+import superjson from 'superjson';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppRouter } from '../src/router.ts';
+import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { postPlant, TOKEN } from './support/http.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
+
+function client(url: string, token: string | undefined, batch = true) {
+  const options = {
+    url: `${url}/trpc`,
+    transformer: superjson,
+    headers: () => (token === undefined ? {} : { authorization: `Bearer ${token}` }),
+  };
+  return createTRPCClient<AppRouter>({ links: [batch ? httpBatchLink(options) : httpLink(options)] });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<TRPCClientError<AppRouter>> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof TRPCClientError)) throw new Error(`expected a TRPCClientError, got ${error}`);
+  return error as TRPCClientError<AppRouter>;
+}
+
+describe.each(testStores())('REST and tRPC share one contract on $name', (testStore) => {
+  let store: TestStoreInstance;
+  let api: ApiProcess;
+
+  beforeAll(async () => {
+    store = await testStore.setup();
+    api = await startApiProcess({ env: store.env });
+  });
+  afterAll(async () => {
+    await api?.stop();
+    api?.cleanup();
+    await store?.teardown();
+  });
+
+  it('creates over tRPC with exact int64 ids, batched and not', async () => {
+    const ids = [-(2n ** 63n), 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n];
+    const batched = client(api.url, TOKEN);
+    const answers = await Promise.all(ids.map((id) => batched.plants.create.mutate({ id, name: 'Fern', tag: 'herb' })));
+    expect(answers).toEqual(ids.map(() => ({ name: 'Fern', tag: 'herb' })));
+    expect(await client(api.url, TOKEN, false).plants.create.mutate({ id: 5n, name: 'Moss' })).toEqual({
+      name: 'Moss',
+    });
+    expect(await store.ids()).toEqual([ids[0], 5n, ...ids.slice(1)]);
+  });
+
+  it('sees plants created over REST and vice versa (409 / CONFLICT)', async () => {
+    expect((await postPlant(api.url, '{"id":424242,"name":"Fern"}')).status).toBe(200);
+    const conflict = await rejection(client(api.url, TOKEN).plants.create.mutate({ id: 424242n, name: 'Fern' }));
+    expect(conflict.data?.code).toBe('CONFLICT');
+    expect(conflict.data?.httpStatus).toBe(409);
+    expect(conflict.message).toBe('A plant with id 424242 already exists.');
+
+    await client(api.url, TOKEN).plants.create.mutate({ id: 434343n, name: 'Fern' });
+    const rest = await postPlant(api.url, '{"id":434343,"name":"Fern"}');
+    expect(rest.status).toBe(409);
+    expect(rest.json).toEqual({ error: 409, message: conflict.message.replace('424242', '434343') });
+  });
+
+  it('rejects bad input with the same message as REST, without coercion', async () => {
+    const trpcError = await rejection(
+      client(api.url, TOKEN).plants.create.mutate({ id: '12', name: 'Fern' } as never),
+    );
+    const rest = await postPlant(api.url, '{"id":"12","name":"Fern"}');
+    expect(trpcError.data?.httpStatus).toBe(400);
+    expect(trpcError.message).toBe((rest.json as { message: string }).message);
+    expect(trpcError.data).not.toHaveProperty('stack');
+    expect(await store.ids()).not.toContain(12n);
+  });
+
+  it('requires the bearer token over tRPC too', async () => {
+    const missing = await rejection(client(api.url, undefined).plants.create.mutate({ id: 77n, name: 'Fern' }));
+    expect(missing.data?.httpStatus).toBe(401);
+    const wrong = await rejection(client(api.url, 'wrong').plants.create.mutate({ id: 77n, name: 'Fern' }));
+    expect(wrong.data?.httpStatus).toBe(401);
+    expect(wrong.message).toBe('The bearer token is not valid.');
+    expect(await store.ids()).not.toContain(77n);
+  });
+});
