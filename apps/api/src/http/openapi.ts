@@ -21,6 +21,7 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
       version: '1.0.0',
       description: 'A plant store over HTTP. Every operation needs a bearer token.',
       license: { name: 'MIT', identifier: 'MIT' },
+      contact: { name: 'Plant Store maintainers' },
     },
     servers: [{ url: serverUrl, description: 'This server' }],
     security: [{ [SECURITY_SCHEME]: [] }],
