@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { ApiErrorSchema } from './error.ts';
+import { NewPlantSchema, PlantSchema } from './plant.ts';
+
+describe('NewPlantSchema', () => {
+  it('accepts an int64 id over the whole range and strips unknown fields', () => {
+    expect(NewPlantSchema.parse({ id: -(2n ** 63n), name: 'Fern', extra: 1 })).toEqual({
+      id: -(2n ** 63n),
+      name: 'Fern',
+    });
+    expect(NewPlantSchema.parse({ id: 2n ** 63n - 1n, name: 'Fern', tag: 'herb' }).tag).toBe('herb');
+  });
+
+  it.each([2n ** 63n, -(2n ** 63n) - 1n, 12, '12', true, null, 1.5])('rejects id %s without coercing', (id) => {
+    const result = NewPlantSchema.safeParse({ id, name: 'Fern' });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0]).toMatchObject({
+      path: ['id'],
+      message: 'must be an integer from -9223372036854775808 to 9223372036854775807',
+    });
+  });
+
+  it('says which fields are missing or of the wrong type', () => {
+    const result = NewPlantSchema.safeParse({ tag: 3 });
+    expect(result.error?.issues.map((issue) => [issue.path.join('.'), issue.message])).toEqual([
+      ['id', 'is required'],
+      ['name', 'is required'],
+      ['tag', 'must be a string'],
+    ]);
+    expect(NewPlantSchema.safeParse([]).error?.issues[0]?.message).toBe('must be a JSON object');
+  });
+});
+
+describe('PlantSchema and ApiErrorSchema', () => {
+  it('have the spec fields', () => {
+    expect(Object.keys(PlantSchema.shape)).toEqual(['name', 'tag']);
+    expect(Object.keys(NewPlantSchema.shape)).toEqual(['id', 'name', 'tag']);
+    expect(ApiErrorSchema.parse({ error: 400, message: 'x' })).toEqual({ error: 400, message: 'x' });
+    expect(ApiErrorSchema.safeParse({ error: 2 ** 31, message: 'x' }).success).toBe(false);
+  });
+});
