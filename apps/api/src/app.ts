@@ -1,10 +1,11 @@
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { createTokenVerifier } from './auth.ts';
 import { errorMiddleware } from './http/errors.ts';
 import { observeMiddleware } from './http/observe.ts';
 import { openApiDocument } from './http/openapi.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
+import { storeCall } from './operation.ts';
 import { trpcAdapter } from './http/trpc.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
@@ -32,13 +33,34 @@ export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
   const app = new Koa();
   app.silent = true;
   app.use(observeMiddleware(log));
-  app.use(trpcAdapter(appRouter, createContext));
+  app.use(trpcAdapter(appRouter, createContext, log));
   app.use(errorMiddleware(log));
   app.use(async (ctx, next) => {
     if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
     ctx.type = 'application/json';
     ctx.body = documentJson;
   });
+  app.use(healthMiddleware(store));
   app.use(restAdapter(routes, { store, verifyToken }));
   return app;
+}
+
+const OK = JSON.stringify({ status: 'ok' });
+
+/**
+ * Unauthenticated probes for load balancers and orchestrators. `GET /healthz`: the process is up
+ * (never touches the store). `GET /readyz`: the store answers a query, else 503 with an `Error` body
+ * from the error middleware, within the store's own time bound (`DATABASE_TIMEOUT_MS`).
+ */
+function healthMiddleware(store: PlantStore): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== '/healthz' && ctx.path !== '/readyz') return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: GET, HEAD.`);
+    }
+    if (ctx.path === '/readyz') await storeCall(() => store.ping());
+    ctx.type = 'application/json';
+    ctx.body = OK;
+  };
 }

@@ -21,10 +21,14 @@ describe("the README's first command", () => {
     const clone = mkdtempSync(join(tmpdir(), 'plant-store-clone-'));
     execFileSync('git', ['clone', '--quiet', '--depth', '1', `file://${ROOT}`, clone]);
     // Only PORT differs from a newcomer's run (a free port, so it never clashes with a running api).
-    const env = { ...process.env, PORT: '0', API_TOKENS: '', DATABASE_URL: '', CI: '' };
-    delete env.API_TOKENS;
-    delete env.DATABASE_URL;
-    const child = spawn('bash', ['-c', startCommand!], { cwd: clone, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const { API_TOKENS: _tokens, DATABASE_URL: _url, ...inherited } = process.env;
+    const env = { ...inherited, PORT: '0' };
+    const child = spawn('bash', ['-c', startCommand!], {
+      cwd: clone,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let output = '';

@@ -41,7 +41,9 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
   it('creates over tRPC with exact int64 ids, batched and not', async () => {
     const ids = [-(2n ** 63n), 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n];
     const batched = client(api.url, TOKEN);
-    const answers = await Promise.all(ids.map((id) => batched.plants.create.mutate({ id, name: 'Fern', tag: 'herb' })));
+    const answers = await Promise.all(
+      ids.map((id) => batched.plants.create.mutate({ id, name: 'Fern', tag: 'herb' })),
+    );
     expect(answers).toEqual(ids.map(() => ({ name: 'Fern', tag: 'herb' })));
     expect(await client(api.url, TOKEN, false).plants.create.mutate({ id: 5n, name: 'Moss' })).toEqual({
       name: 'Moss',
@@ -51,7 +53,9 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
 
   it('sees plants created over REST and vice versa (409 / CONFLICT)', async () => {
     expect((await postPlant(api.url, '{"id":424242,"name":"Fern"}')).status).toBe(200);
-    const conflict = await rejection(client(api.url, TOKEN).plants.create.mutate({ id: 424242n, name: 'Fern' }));
+    const conflict = await rejection(
+      client(api.url, TOKEN).plants.create.mutate({ id: 424242n, name: 'Fern' }),
+    );
     expect(conflict.data?.code).toBe('CONFLICT');
     expect(conflict.data?.httpStatus).toBe(409);
     expect(conflict.message).toBe('A plant with id 424242 already exists.');
@@ -73,8 +77,51 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
     expect(await store.ids()).not.toContain(12n);
   });
 
+  it('answers each call of a mixed batch on its own (one 200, one 409, one 400)', async () => {
+    const batched = client(api.url, TOKEN);
+    await batched.plants.create.mutate({ id: 515151n, name: 'Fern' });
+    const [fresh, duplicate, invalid] = await Promise.allSettled([
+      batched.plants.create.mutate({ id: 525252n, name: 'Fern' }),
+      batched.plants.create.mutate({ id: 515151n, name: 'Fern' }),
+      batched.plants.create.mutate({ id: 1n, name: 42 } as never),
+    ]);
+    expect(fresh).toEqual({ status: 'fulfilled', value: { name: 'Fern' } });
+    expect((duplicate as PromiseRejectedResult).reason.data.httpStatus).toBe(409);
+    expect((invalid as PromiseRejectedResult).reason.message).toBe(
+      'Invalid request body: name must be a string.',
+    );
+    const ids = await store.ids();
+    expect(ids).toContain(525252n);
+    expect(ids).not.toContain(1n);
+  });
+
+  it('answers unknown procedures and malformed bodies with tRPC errors', async () => {
+    const unknown = await fetch(`${api.url}/trpc/plants.nope`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(unknown.status).toBe(404);
+    expect(
+      ((await unknown.json()) as { error: { json: { data: { code: string } } } }).error.json.data.code,
+    ).toBe('NOT_FOUND');
+    const malformed = await fetch(`${api.url}/trpc/plants.create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: '{"json":',
+    });
+    expect(malformed.status).toBe(400);
+    const body = (await malformed.json()) as {
+      error: { json: { message: string; data: Record<string, unknown> } };
+    };
+    expect(body.error.json.data.code).toBe('PARSE_ERROR');
+    expect(body.error.json.data).not.toHaveProperty('stack');
+  });
+
   it('requires the bearer token over tRPC too', async () => {
-    const missing = await rejection(client(api.url, undefined).plants.create.mutate({ id: 77n, name: 'Fern' }));
+    const missing = await rejection(
+      client(api.url, undefined).plants.create.mutate({ id: 77n, name: 'Fern' }),
+    );
     expect(missing.data?.httpStatus).toBe(401);
     const wrong = await rejection(client(api.url, 'wrong').plants.create.mutate({ id: 77n, name: 'Fern' }));
     expect(wrong.data?.httpStatus).toBe(401);
