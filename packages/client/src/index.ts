@@ -1,0 +1,11 @@
+/**
+ * Clients of the Plant Store API. `createRestClient` speaks the REST API and needs only `fetch`
+ * (import it from `@plant-store/client/rest` to load nothing of tRPC); `createTrpcClient` speaks
+ * tRPC with the server's own types. Both throw only {@link PlantStoreError} when a call fails.
+ * @module
+ */
+
+export type { ApiError, NewPlant, Plant } from '@plant-store/schema';
+export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
+export { type CallOptions, createRestClient, type RestClient, type RestClientOptions } from './rest.ts';
+export { createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';

@@ -1,0 +1,91 @@
+import type { AppRouter } from '@plant-store/api';
+import {
+  type CreateTRPCClientOptions,
+  createTRPCClientProxy,
+  httpBatchLink,
+  type TRPCClient,
+  TRPCClientError,
+  type TRPCRequestOptions,
+  TRPCUntypedClient,
+} from '@trpc/client';
+import superjson from 'superjson';
+import { failureReason, PlantStoreError } from './errors.ts';
+
+/** Calls per HTTP request unless `batch.maxItems` says otherwise. */
+const DEFAULT_MAX_ITEMS = 10;
+
+/** Options of {@link createTrpcClient}. */
+export type TrpcClientOptions = {
+  /** Where the server is, such as `http://127.0.0.1:3000`; calls go to `{baseUrl}/trpc`. */
+  baseUrl: string | URL;
+  /** A bearer token the server accepts (one of its `API_TOKENS`). */
+  token: string;
+  /** Calls made in the same tick share one HTTP request, at most `maxItems` (default 10) each. */
+  batch?: { maxItems?: number };
+  /** The `fetch` to use instead of the global one. */
+  fetch?: typeof globalThis.fetch;
+};
+
+/** The typed tRPC client of the Plant Store: `client.plants.create.mutate({ id: 1n, name })`. */
+export type TrpcClient = TRPCClient<AppRouter>;
+
+/**
+ * A typed client of the server's tRPC endpoint (superjson, so bigint ids travel exactly), batching
+ * concurrent calls. A failed call rejects with {@link PlantStoreError}, never `TRPCClientError`:
+ * `status` is the HTTP status of that call (`0` when no answer arrived), `cause` the tRPC error.
+ */
+export function createTrpcClient({ baseUrl, token, batch = {}, fetch }: TrpcClientOptions): TrpcClient {
+  const url = `${String(baseUrl).replace(/\/+$/, '')}/trpc`;
+  const link = httpBatchLink<AppRouter>({
+    url,
+    transformer: superjson,
+    maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
+    headers: { authorization: `Bearer ${token}` },
+    ...(fetch && { fetch }),
+  });
+  return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url));
+}
+
+/**
+ * tRPC wraps whatever a link throws in `TRPCClientError`, so the mapping happens here, at the
+ * untyped client that the typed proxy calls for every `.query()` and `.mutate()`.
+ */
+class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
+  readonly #url: string;
+
+  constructor(options: CreateTRPCClientOptions<AppRouter>, url: string) {
+    super(options);
+    this.#url = url;
+  }
+
+  override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
+    return super.query(path, input, opts).catch((error: unknown) => {
+      throw toPlantStoreError(error, 'GET', `${this.#url}/${path}`);
+    });
+  }
+
+  override mutation(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
+    return super.mutation(path, input, opts).catch((error: unknown) => {
+      throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
+    });
+  }
+}
+
+function toPlantStoreError(error: unknown, method: string, url: string): unknown {
+  if (!(error instanceof TRPCClientError)) return error;
+  // `data.httpStatus` is this call's own status, also inside a batch answered 207.
+  const httpStatus: unknown = error.data?.httpStatus;
+  if (typeof httpStatus === 'number') {
+    return new PlantStoreError({
+      method,
+      url,
+      status: httpStatus,
+      body: { error: httpStatus, message: error.message },
+      cause: error,
+    });
+  }
+  // No tRPC error body: the request failed, or the answer was not tRPC's (e.g. a proxy's 502 page).
+  const response = error.meta?.response as { status?: unknown } | undefined;
+  const status = typeof response?.status === 'number' ? response.status : 0;
+  return new PlantStoreError({ method, url, status, reason: failureReason(error), cause: error });
+}

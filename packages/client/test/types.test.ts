@@ -1,0 +1,48 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import { createRestClient, createTrpcClient, type Plant } from '../src/index.ts';
+
+// Type-level only: these clients never send a request. `tsc --noEmit` (the typecheck script) fails
+// if a `@ts-expect-error` line below stops being an error.
+const options = { baseUrl: 'http://127.0.0.1:9', token: 'unused' };
+
+describe('client types', () => {
+  it('tRPC: plants.create takes a NewPlant with a bigint id and resolves to a Plant', () => {
+    const client = createTrpcClient(options);
+    expectTypeOf(client.plants.create.mutate).toBeCallableWith({ id: 1n, name: 'Fern' });
+    expectTypeOf(client.plants.create.mutate).toBeCallableWith({ id: 1n, name: 'Fern', tag: 'green' });
+    expectTypeOf(client.plants.create.mutate).parameter(0).toEqualTypeOf<{
+      id: bigint;
+      name: string;
+      tag?: string | undefined;
+    }>();
+    expectTypeOf(client.plants.create.mutate).returns.resolves.toExtend<Plant>();
+  });
+
+  it('tRPC: rejects wrong input types', () => {
+    const mutate = createTrpcClient(options).plants.create.mutate;
+    // @ts-expect-error a number id would lose digits: ids are bigint
+    expectTypeOf(mutate).toBeCallableWith({ id: 1, name: 'Fern' });
+    // @ts-expect-error name is required
+    expectTypeOf(mutate).toBeCallableWith({ id: 1n });
+    // @ts-expect-error tag is a string
+    expectTypeOf(mutate).toBeCallableWith({ id: 1n, name: 'Fern', tag: 3 });
+    // @ts-expect-error there is no such procedure
+    expectTypeOf(createTrpcClient(options).plants.remove).toBeObject();
+  });
+
+  it('REST: createPlant takes a NewPlant and resolves to a Plant', () => {
+    const client = createRestClient(options);
+    expectTypeOf(client.createPlant).toBeCallableWith({ id: -9223372036854775808n, name: 'Fern' });
+    expectTypeOf(client.createPlant).returns.resolves.toEqualTypeOf<Plant>();
+  });
+
+  it('REST: rejects wrong input types', () => {
+    const { createPlant } = createRestClient(options);
+    // @ts-expect-error a number id would lose digits: ids are bigint
+    expectTypeOf(createPlant).toBeCallableWith({ id: 1, name: 'Fern' });
+    // @ts-expect-error a string id is not an id
+    expectTypeOf(createPlant).toBeCallableWith({ id: '1', name: 'Fern' });
+    // @ts-expect-error name is required
+    expectTypeOf(createPlant).toBeCallableWith({ id: 1n });
+  });
+});
