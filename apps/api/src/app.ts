@@ -33,8 +33,8 @@ export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
   const app = new Koa();
   app.silent = true;
   app.use(observeMiddleware(log));
-  app.use(trpcAdapter(appRouter, createContext, log));
   app.use(errorMiddleware(log));
+  app.use(trpcAdapter(appRouter, createContext, log));
   app.use(async (ctx, next) => {
     if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
     ctx.type = 'application/json';

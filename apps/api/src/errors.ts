@@ -33,14 +33,19 @@ function validationIssues(error: TRPCError): readonly Issue[] | undefined {
   return Array.isArray(cause?.issues) && cause.issues.length > 0 ? cause.issues : undefined;
 }
 
-/** One sentence naming each offending field: "Invalid request body: id is required; name must be a string." */
-export function describeIssues(issues: readonly Issue[]): string {
-  const parts = issues.map((issue) => {
-    const field = issue.path?.map(String).join('.') ?? '';
-    return field === '' ? `the request body ${issue.message}` : `${field} ${issue.message}`;
-  });
-  const sentence = parts.join('; ');
-  return sentence.startsWith('the request body')
-    ? `The request body${sentence.slice('the request body'.length)}.`
-    : `Invalid request body: ${sentence}.`;
+/**
+ * One sentence naming each offending field: "Invalid request body: id is required; name must be a
+ * string." `where` names what held the fields.
+ */
+export function describeIssues(issues: readonly Issue[], where = 'request body'): string {
+  const fields = issues.filter((issue) => (issue.path?.length ?? 0) > 0);
+  const whole = issues.find((issue) => (issue.path?.length ?? 0) === 0);
+  if (whole !== undefined) return `The ${where} ${whole.message}.`;
+  // One message per field: a value can break several checks of the same field.
+  const byField = new Map<string, string>();
+  for (const issue of fields) {
+    const field = issue.path!.map(String).join('.');
+    if (!byField.has(field)) byField.set(field, `${field} ${issue.message}`);
+  }
+  return `Invalid ${where}: ${[...byField.values()].join('; ')}.`;
 }

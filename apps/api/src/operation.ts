@@ -15,9 +15,17 @@ export type OperationContext = { store: PlantStore; principal: Principal };
 export type Operation<I extends z.ZodType = z.ZodType, O = unknown> = {
   openapi: NonNullable<OpenApiMeta['openapi']>;
   input: I;
-  /** The answer's schema, for the OpenAPI document (answers are built by `run`, not re-parsed). */
+  /** The REST answer's schema, for the OpenAPI document (answers are built by `run`, not re-parsed). */
   output?: z.ZodType;
   run(ctx: OperationContext, input: z.output<I>): Promise<O>;
+  /**
+   * How REST answers with `run`'s result when it is not simply `200` with the result as JSON body.
+   * `path` is the request path (for links).
+   */
+  rest?: {
+    status: number;
+    present?(output: O, path: string): { body?: unknown; headers?: Record<string, string> };
+  };
 };
 
 export type AnyOperation = Operation<z.ZodType, unknown>;

@@ -42,7 +42,9 @@ describe.each(testStores())('acknowledged plants survive on $name', (testStore) 
     store = await testStore.setup();
     const first = await startApiProcess({ env: store.env });
     try {
-      expect((await postPlant(first.url, '{"id":9007199254740993,"name":"Fern","tag":"herb"}')).status).toBe(200);
+      expect((await postPlant(first.url, '{"id":9007199254740993,"name":"Fern","tag":"herb"}')).status).toBe(
+        200,
+      );
       expect(await first.stop()).toBe(0);
       const second = await startApiProcess({ env: store.env, dataDir: first.dataDir });
       try {

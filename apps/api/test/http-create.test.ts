@@ -5,7 +5,8 @@ import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
-const ID_MESSAGE = 'Invalid request body: id must be an integer from -9223372036854775808 to 9223372036854775807.';
+const ID_MESSAGE =
+  'Invalid request body: id must be an integer from -9223372036854775808 to 9223372036854775807.';
 
 describe.each(testStores())('POST /plants on $name', (testStore) => {
   let store: TestStoreInstance;
@@ -84,7 +85,15 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
   });
 
   describe('int64 ids are exact over the whole range', () => {
-    const edges = [INT64_MIN, INT64_MIN + 1n, -(2n ** 53n) - 1n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, INT64_MAX];
+    const edges = [
+      INT64_MIN,
+      INT64_MIN + 1n,
+      -(2n ** 53n) - 1n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+      2n ** 53n + 1n,
+      INT64_MAX,
+    ];
     it.each(edges)('stores %s exactly', async (id) => {
       const answer = await create(id);
       expect(answer.status).toBe(200);
@@ -148,7 +157,10 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
     });
 
     it('a request with no body and no content type', async () => {
-      const answer = await send(`${api.url}/plants`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+      const answer = await send(`${api.url}/plants`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       expect(answer.status).toBe(400);
       expect(answer.text).toBe(errorBody(400, 'The request body is required.'));
     });
@@ -156,7 +168,9 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
 
   describe('authentication', () => {
     it('answers 401 with WWW-Authenticate: Bearer without a token', async () => {
-      const answer = await postPlant(api.url, `{"id":${nextId++},"name":"Fern"}`, { 'content-type': 'application/json' });
+      const answer = await postPlant(api.url, `{"id":${nextId++},"name":"Fern"}`, {
+        'content-type': 'application/json',
+      });
       expect(answer.status).toBe(401);
       expect(answer.headers.get('www-authenticate')).toBe('Bearer');
       expect(answer.text).toBe(

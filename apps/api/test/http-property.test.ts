@@ -9,7 +9,9 @@ const INT64 = fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n });
 
 /** Bodies that are sometimes NewPlants, sometimes nearly, sometimes anything at all. */
 const body = fc.oneof(
-  fc.record({ id: INT64, name: fc.string(), tag: fc.option(fc.string(), { nil: undefined }) }).map(stringifyJson),
+  fc
+    .record({ id: INT64, name: fc.string(), tag: fc.option(fc.string(), { nil: undefined }) })
+    .map(stringifyJson),
   fc
     .record(
       {
@@ -27,7 +29,14 @@ const body = fc.oneof(
 );
 
 const headers = fc.record({
-  authorization: fc.constantFrom(`Bearer ${TOKEN}`, `bearer ${TOKEN}`, 'Bearer nope', '', 'Basic x', `Bearer  ${TOKEN} `),
+  authorization: fc.constantFrom(
+    `Bearer ${TOKEN}`,
+    `bearer ${TOKEN}`,
+    'Bearer nope',
+    '',
+    'Basic x',
+    `Bearer  ${TOKEN} `,
+  ),
   'content-type': fc.constantFrom(
     'application/json',
     'application/json; charset=utf-8',

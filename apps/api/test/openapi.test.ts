@@ -60,7 +60,11 @@ describe('GET /openapi.json', () => {
       NewPlant: {
         type: 'object',
         required: ['id', 'name'],
-        properties: { id: { type: 'integer', format: 'int64' }, name: { type: 'string' }, tag: { type: 'string' } },
+        properties: {
+          id: { type: 'integer', format: 'int64' },
+          name: { type: 'string' },
+          tag: { type: 'string' },
+        },
       },
       Error: {
         type: 'object',
@@ -75,7 +79,9 @@ describe('GET /openapi.json', () => {
       requestBody: { required: boolean; content: Record<string, { schema: unknown }> };
     };
     expect(post.requestBody.required).toBe(true);
-    expect(post.requestBody.content['application/json']!.schema).toEqual({ $ref: '#/components/schemas/NewPlant' });
+    expect(post.requestBody.content['application/json']!.schema).toEqual({
+      $ref: '#/components/schemas/NewPlant',
+    });
     expect(post.responses['200']!.content!['application/json']!.schema).toEqual({
       $ref: '#/components/schemas/Plant',
     });
@@ -89,7 +95,10 @@ describe('GET /openapi.json', () => {
     for (const path of Object.keys(doc.paths)) {
       for (const method of METHODS) {
         const documented = method.toLowerCase() in doc.paths[path]!;
-        const answer = await send(`${api.url}${path}`, { method, headers: { 'content-type': 'application/json' } });
+        const answer = await send(`${api.url}${path}`, {
+          method,
+          headers: { 'content-type': 'application/json' },
+        });
         // A served operation answers without a token with 401; an unserved one with 404/405.
         expect({ path, method, served: answer.status === 401 }).toEqual({ path, method, served: documented });
       }
@@ -113,9 +122,13 @@ describe('GET /openapi.json', () => {
 
   it('lints with 0 errors under Redocly recommended and spectral:oas', async () => {
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
-    const redocly = await run(`${BIN}redocly`, ['lint', join(dir, 'openapi.json'), '--extends', 'recommended'], {
-      env,
-    });
+    const redocly = await run(
+      `${BIN}redocly`,
+      ['lint', join(dir, 'openapi.json'), '--extends', 'recommended'],
+      {
+        env,
+      },
+    );
     expect(redocly.stderr).toContain('Your API description is valid');
     const report = join(dir, 'spectral.json');
     await run(

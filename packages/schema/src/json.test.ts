@@ -21,7 +21,9 @@ describe('parseJson', () => {
 
 describe('stringifyJson', () => {
   it('writes bigint as a plain JSON number, exactly', () => {
-    expect(stringifyJson({ id: 9223372036854775807n, name: 'Fern' })).toBe('{"id":9223372036854775807,"name":"Fern"}');
+    expect(stringifyJson({ id: 9223372036854775807n, name: 'Fern' })).toBe(
+      '{"id":9223372036854775807,"name":"Fern"}',
+    );
   });
 
   it('round-trips int64 values through text', () => {

@@ -11,14 +11,17 @@ describe('NewPlantSchema', () => {
     expect(NewPlantSchema.parse({ id: 2n ** 63n - 1n, name: 'Fern', tag: 'herb' }).tag).toBe('herb');
   });
 
-  it.each([2n ** 63n, -(2n ** 63n) - 1n, 12, '12', true, null, 1.5])('rejects id %s without coercing', (id) => {
-    const result = NewPlantSchema.safeParse({ id, name: 'Fern' });
-    expect(result.success).toBe(false);
-    expect(result.error?.issues[0]).toMatchObject({
-      path: ['id'],
-      message: 'must be an integer from -9223372036854775808 to 9223372036854775807',
-    });
-  });
+  it.each([2n ** 63n, -(2n ** 63n) - 1n, 12, '12', true, null, 1.5])(
+    'rejects id %s without coercing',
+    (id) => {
+      const result = NewPlantSchema.safeParse({ id, name: 'Fern' });
+      expect(result.success).toBe(false);
+      expect(result.error?.issues[0]).toMatchObject({
+        path: ['id'],
+        message: 'must be an integer from -9223372036854775808 to 9223372036854775807',
+      });
+    },
+  );
 
   it('says which fields are missing or of the wrong type', () => {
     const result = NewPlantSchema.safeParse({ tag: 3 });

@@ -39,3 +39,36 @@ export const NewPlantSchema = z
   .meta({ id: 'NewPlant' });
 
 export type NewPlant = z.infer<typeof NewPlantSchema>;
+
+/** A stored plant with its id, as listing and reading answer it (`Plant` plus `id`). */
+export const PlantWithIdSchema = z
+  .object({
+    id: PlantIdSchema,
+    name: PlantSchema.shape.name,
+    tag: PlantSchema.shape.tag,
+  })
+  .meta({ id: 'PlantWithId' });
+
+export type PlantWithId = z.infer<typeof PlantWithIdSchema>;
+
+/** Most plants one list call answers; `limit` defaults to `DEFAULT_LIST_LIMIT`. */
+export const MAX_LIST_LIMIT = 1000;
+export const DEFAULT_LIST_LIMIT = 100;
+
+/** Query of `GET /plants`: a page of at most `limit` plants with ids greater than `after`. */
+export const ListPlantsQuerySchema = z.object({
+  limit: z
+    .int32({ error: `must be an integer from 1 to ${MAX_LIST_LIMIT}` })
+    .min(1)
+    .max(MAX_LIST_LIMIT)
+    .default(DEFAULT_LIST_LIMIT)
+    .meta({ format: 'int32', description: 'The maximum number of results to return' }),
+  after: PlantIdSchema.optional().meta({
+    description: 'Cursor: answer only plants whose id is greater than this one (the last id of the previous page)',
+  }),
+});
+
+export type ListPlantsQuery = z.input<typeof ListPlantsQuerySchema>;
+
+/** Path parameters of `GET /plants/{id}` and `DELETE /plants/{id}`. */
+export const PlantIdParamsSchema = z.object({ id: PlantIdSchema });

@@ -1,4 +1,6 @@
 import { ApiErrorSchema } from '@plant-store/schema';
+import { getPathParameters } from 'trpc-to-openapi';
+import { z } from 'zod';
 import type { AnyOperation } from '../operation.ts';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import type { RestRoute } from './rest.ts';
@@ -12,7 +14,7 @@ const SECURITY_SCHEME = 'bearerAuth';
 export function openApiDocument(routes: RestRoute[], serverUrl: string): object {
   const paths: ZodOpenApiPathsObject = {};
   for (const route of routes) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: describe(route.operation) };
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: describe(route.operation, route.method.toLowerCase(), route.path) };
   }
   return createDocument({
     openapi: '3.1.0',
@@ -35,23 +37,35 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
   });
 }
 
-function describe({ openapi, input, output }: AnyOperation): ZodOpenApiOperationObject {
+function describe({ openapi, input, output, rest }: AnyOperation, method: string, path: string): ZodOpenApiOperationObject {
   const errors = Object.entries(openapi.errorResponses ?? {}).map(([status, description]) => [
     status,
     { description, content: { 'application/json': { schema: ApiErrorSchema } } },
   ]);
+  const status = rest?.status ?? 200;
+  const success = {
+    description: openapi.successDescription ?? 'Success',
+    ...(output && status !== 204 && { content: { 'application/json': { schema: output } } }),
+    ...(openapi.responseHeaders && { headers: openapi.responseHeaders }),
+  };
+  const pathParams = getPathParameters(path);
+  const shape = input instanceof z.ZodObject ? (input.shape as Record<string, z.ZodType>) : {};
+  const pick = (keys: string[]) =>
+    z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
+  const inBody = method === 'post';
   return {
     operationId: openapi.operationId,
     summary: openapi.summary,
     description: openapi.description,
     tags: openapi.tags,
-    requestBody: { required: true, content: { 'application/json': { schema: input } } },
-    responses: {
-      200: {
-        description: openapi.successDescription ?? 'Success',
-        ...(output && { content: { 'application/json': { schema: output } } }),
-      },
-      ...Object.fromEntries(errors),
-    },
+    ...(inBody
+      ? { requestBody: { required: true, content: { 'application/json': { schema: input } } } }
+      : {
+          requestParams: {
+            path: pick(pathParams),
+            query: pick(Object.keys(shape).filter((key) => !pathParams.includes(key))),
+          },
+        }),
+    responses: { [status]: success, ...Object.fromEntries(errors) },
   };
 }

@@ -3,16 +3,21 @@ import { TRPCError } from '@trpc/server';
 import type { Middleware } from 'koa';
 import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import type { TokenVerifier } from '../auth.ts';
+import { describeIssues } from '../errors.ts';
 import { type AnyOperation, authenticate } from '../operation.ts';
 import type { AppRouter } from '../router.ts';
 import type { PlantStore } from '../store/store.ts';
 import { readJsonBody } from './body.ts';
+import { decodeParams, paramDecoders } from './params.ts';
 
 export type RestRoute = {
   method: OpenApiMethod;
   path: string;
   pattern: RegExp;
   operation: AnyOperation;
+  /** Whether the input is the JSON body (POST) or the path and query parameters. */
+  inputFromBody: boolean;
+  decoders: ReturnType<typeof paramDecoders>;
 };
 
 /** The REST route table, read from the procedures' trpc-to-openapi metadata. */
@@ -22,7 +27,15 @@ export function restRoutes(router: AppRouter): RestRoute[] {
     const { operation } = meta as { operation?: AnyOperation };
     if (operation === undefined) return;
     const path = normalizePath(meta.openapi.path);
-    routes.push({ method: meta.openapi.method, path, pattern: getPathRegExp(path), operation });
+    const inputFromBody = meta.openapi.method === 'POST';
+    routes.push({
+      method: meta.openapi.method,
+      path,
+      pattern: getPathRegExp(path),
+      operation,
+      inputFromBody,
+      decoders: inputFromBody ? {} : paramDecoders(operation.input),
+    });
   });
   return routes;
 }
@@ -31,28 +44,45 @@ export function restRoutes(router: AppRouter): RestRoute[] {
  * Serves the REST routes with the operations behind the tRPC procedures: the same authentication,
  * input schema and `run` as /trpc, without tRPC's per-call machinery (a Fetch Request and several
  * object spreads per call; see the performance notes in the README). Order of checks: route, auth,
- * body, validation, store. Errors are thrown to the error middleware.
+ * body or parameters, validation, store. Errors are thrown to the error middleware.
  */
-export function restAdapter(
-  routes: RestRoute[],
-  deps: { store: PlantStore; verifyToken: TokenVerifier },
-): Middleware {
+export function restAdapter(routes: RestRoute[], deps: { store: PlantStore; verifyToken: TokenVerifier }): Middleware {
   return async (ctx, next) => {
-    const onPath = routes.filter((route) => route.pattern.test(ctx.path));
-    if (onPath.length === 0) return next();
-    const route = onPath.find((candidate) => candidate.method === ctx.method);
+    let route: RestRoute | undefined;
+    let match: RegExpExecArray | null = null;
+    const allowed: string[] = [];
+    for (const candidate of routes) {
+      const found = candidate.pattern.exec(ctx.path);
+      if (found === null) continue;
+      allowed.push(candidate.method);
+      if (candidate.method === ctx.method) {
+        route = candidate;
+        match = found;
+      }
+    }
+    if (allowed.length === 0) return next();
     if (route === undefined) {
-      const allowed = onPath.map((candidate) => candidate.method).join(', ');
-      ctx.set('Allow', allowed);
-      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: ${allowed}.`);
+      ctx.set('Allow', allowed.join(', '));
+      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: ${allowed.join(', ')}.`);
       return;
     }
     const principal = authenticate(deps.verifyToken, ctx.get('authorization') || undefined);
-    const parsed = route.operation.input.safeParse(await readJsonBody(ctx.req));
-    if (!parsed.success) throw new TRPCError({ code: 'BAD_REQUEST', cause: parsed.error });
+    const raw = route.inputFromBody
+      ? await readJsonBody(ctx.req)
+      : decodeParams(route.decoders, { ...ctx.query, ...match?.groups });
+    const parsed = route.operation.input.safeParse(raw);
+    if (!parsed.success) {
+      const where = route.inputFromBody ? 'request body' : 'request parameters';
+      throw new TRPCError({ code: 'BAD_REQUEST', message: describeIssues(parsed.error.issues, where) });
+    }
     const output = await route.operation.run({ store: deps.store, principal }, parsed.data);
-    ctx.status = 200;
-    ctx.type = 'application/json';
-    ctx.body = stringifyJson(output);
+    const { rest } = route.operation;
+    const presented = rest?.present ? rest.present(output, ctx.path) : { body: output };
+    ctx.status = rest?.status ?? 200;
+    if (presented.headers) ctx.set(presented.headers);
+    if (presented.body !== undefined) {
+      ctx.type = 'application/json';
+      ctx.body = stringifyJson(presented.body);
+    }
   };
 }

@@ -5,6 +5,7 @@ import { getTRPCErrorFromUnknown } from '@trpc/server/unstable-core-do-not-impor
 import type { Context as KoaContext, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
+import { toHttpError } from '../errors.ts';
 import type { AppRouter } from '../router.ts';
 import type { Context } from '../trpc.ts';
 import { BODY_LIMIT_BYTES } from './body.ts';
@@ -27,9 +28,10 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
 
   return async (ctx, next) => {
     if (!ctx.path.startsWith(PREFIX)) return next();
-    const paths = decodeURIComponent(ctx.path.slice(PREFIX.length)).split(',');
+    const paths = safeDecode(ctx.path.slice(PREFIX.length))?.split(',') ?? [];
     const batch = ctx.querystring === 'batch=1';
     const direct =
+      paths.length > 0 &&
       ctx.method === 'POST' &&
       (batch || paths.length === 1) &&
       ctx.get('content-type').split(';')[0] === 'application/json' &&
@@ -98,9 +100,25 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
   function answer(ctx: KoaContext, batch: boolean, items: object[], errors: (TRPCError | null)[]): void {
     const body = batch ? items : items[0]!;
     ctx.status = getHTTPStatusCode(body as never, errors as TRPCError[]);
+    const challenge = bearerChallenge(errors);
+    if (challenge) ctx.set('WWW-Authenticate', challenge);
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(transformTRPCResponse(config, body as never));
   }
+}
+
+function safeDecode(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** RFC 6750: a 401 names the Bearer scheme, over /trpc as over REST. */
+function bearerChallenge(errors: readonly (TRPCError | null | undefined)[]): string | undefined {
+  const unauthorized = errors.find((error) => error?.code === 'UNAUTHORIZED');
+  return unauthorized ? toHttpError(unauthorized).headers?.['WWW-Authenticate'] : undefined;
 }
 
 async function viaTrpcHandler(
@@ -118,5 +136,9 @@ async function viaTrpcHandler(
     path: ctx.path.slice(PREFIX.length),
     maxBodySize: BODY_LIMIT_BYTES,
     createContext: () => createContext(ctx.get('authorization') || undefined),
+    responseMeta: ({ errors }) => {
+      const challenge = bearerChallenge(errors);
+      return challenge ? { headers: { 'WWW-Authenticate': challenge } } : {};
+    },
   });
 }

@@ -1,7 +1,15 @@
-import { NewPlantSchema, PlantSchema } from '@plant-store/schema';
+import {
+  ListPlantsQuerySchema,
+  NewPlantSchema,
+  PlantIdParamsSchema,
+  PlantSchema,
+  PlantWithIdSchema,
+  type PlantWithId,
+} from '@plant-store/schema';
 import { TRPCError } from '@trpc/server';
+import { z } from 'zod';
 import { defineOperation, storeCall } from '../operation.ts';
-import { router, toMutation } from '../trpc.ts';
+import { router, toMutation, toQuery } from '../trpc.ts';
 
 /** Statuses every bearer-protected operation can answer besides its own. */
 const PROTECTED_ERRORS = {
@@ -31,12 +39,66 @@ export const createPlant = defineOperation({
   output: PlantSchema,
   async run({ store }, plant) {
     const created = await storeCall(() => store.create(plant));
-    if (!created)
-      throw new TRPCError({ code: 'CONFLICT', message: `A plant with id ${plant.id} already exists.` });
+    if (!created) throw new TRPCError({ code: 'CONFLICT', message: `A plant with id ${plant.id} already exists.` });
     return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
+  },
+});
+
+export const listPlants = defineOperation({
+  openapi: {
+    method: 'GET',
+    path: '/plants',
+    operationId: 'listPlants',
+    summary: 'List plants',
+    description:
+      'Returns all plants from the system that the user has access to, in ascending id order, one page at a time. ' +
+      'While more remain, the answer has a `Link: <…>; rel="next"` header (RFC 8288) with the next page.',
+    tags: ['plants'],
+    successDescription: 'A page of plants',
+    responseHeaders: z.object({
+      Link: z.string().optional().meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
+    }),
+    errorResponses: { 400: 'A bad limit or after parameter', ...PROTECTED_ERRORS },
+  },
+  input: ListPlantsQuerySchema,
+  output: z.array(PlantWithIdSchema),
+  async run({ store }, { limit, after }): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
+    const found = await storeCall(() => store.list({ limit: limit + 1, after }));
+    const plants = found.slice(0, limit);
+    return { plants, next: found.length > limit ? plants[plants.length - 1]!.id : null };
+  },
+  rest: {
+    status: 200,
+    present({ plants, next }, path) {
+      const headers: Record<string, string> =
+        next === null ? {} : { Link: `<${path}?limit=${plants.length}&after=${next}>; rel="next"` };
+      return { body: plants, headers };
+    },
+  },
+});
+
+export const getPlant = defineOperation({
+  openapi: {
+    method: 'GET',
+    path: '/plants/{id}',
+    operationId: 'getPlant',
+    summary: 'Read a plant',
+    description: 'Returns the plant with this id.',
+    tags: ['plants'],
+    successDescription: 'The plant',
+    errorResponses: { 400: 'The id is not an int64', 404: 'There is no plant with this id', ...PROTECTED_ERRORS },
+  },
+  input: PlantIdParamsSchema,
+  output: PlantWithIdSchema,
+  async run({ store }, { id }) {
+    const plant = await storeCall(() => store.get(id));
+    if (plant === undefined) throw new TRPCError({ code: 'NOT_FOUND', message: `There is no plant with id ${id}.` });
+    return plant;
   },
 });
 
 export const plantsRouter = router({
   create: toMutation(createPlant),
+  list: toQuery(listPlants),
+  get: toQuery(getPlant),
 });

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+const INTEGER = /^-?(0|[1-9][0-9]*)$/;
+
+type Decoder = (text: string) => unknown;
+
+/**
+ * Decoders for an operation's path and query parameters, which arrive as text: a parameter
+ * declared as an integer (int32 or int64) is decoded from a plain decimal literal; anything else
+ * is passed on as it came, so the schema rejects it with its own message. No other coercion.
+ */
+export function paramDecoders(schema: z.ZodType): Record<string, Decoder> {
+  if (!(schema instanceof z.ZodObject)) return {};
+  return Object.fromEntries(
+    Object.entries(schema.shape as Record<string, z.ZodType>).map(([key, field]) => [key, decoderFor(field)]),
+  );
+}
+
+function decoderFor(field: z.ZodType): Decoder {
+  let def = field._zod.def;
+  while (def.type === 'optional' || def.type === 'default') {
+    def = (def as unknown as { innerType: z.ZodType }).innerType._zod.def;
+  }
+  if (def.type === 'bigint') return (text) => (INTEGER.test(text) ? BigInt(text) : text);
+  if (def.type === 'number') return (text) => (INTEGER.test(text) ? Number(text) : text);
+  return (text) => text;
+}
+
+/** Decodes the known parameters of one request; a repeated parameter is passed on as a list (and rejected). */
+export function decodeParams(
+  decoders: Record<string, Decoder>,
+  raw: Record<string, string | string[] | undefined>,
+): Record<string, unknown> {
+  const decoded: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const decode = decoders[key];
+    if (decode === undefined || value === undefined) continue;
+    decoded[key] = Array.isArray(value) ? value : decode(value);
+  }
+  return decoded;
+}
