@@ -5,11 +5,17 @@ import { dirname, join, resolve } from 'node:path';
 import { createApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
-import { openSqliteStore } from './store/sqlite.ts';
+import { describeStore, migrateStore, openStore } from './store/open-store.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
+const USAGE = 'Usage: main.js [migrate]';
 
-async function main(): Promise<void> {
+/** `main.js` serves; `main.js migrate` applies the store's pending migrations and exits. */
+async function main(command: string | undefined): Promise<void> {
+  if (command !== undefined && command !== 'migrate') {
+    process.stderr.write(`Unknown command "${command}". ${USAGE}\n`);
+    process.exit(2);
+  }
   let config: Config;
   try {
     config = loadConfig();
@@ -19,9 +25,19 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger(config);
-  const store = openSqliteStore(config.sqlitePath);
+  const where = describeStore(config.store);
+  if (command === 'migrate') {
+    const applied = await startStep(() => migrateStore(config.store), 'migrate');
+    log.info({ store: where, applied }, 'migrated');
+    log.flush(() => process.exit(0));
+    return;
+  }
+  const store = await startStep(() => openStore(config.store), 'open');
   const tokens = config.apiTokens?.map((secret, i) => ({ name: `api-token-${i + 1}`, secret })) ?? [
-    { name: 'generated', secret: generatedToken(config.sqlitePath) },
+    // loadConfig requires API_TOKENS with PostgreSQL: only SQLite has a place for a generated token.
+    ...(config.store.kind === 'sqlite'
+      ? [{ name: 'generated', secret: generatedToken(config.store.path) }]
+      : []),
   ];
   const app = createApp({ store, tokens, log, publicUrl: `http://${config.host}:${config.port}` });
 
@@ -32,7 +48,7 @@ async function main(): Promise<void> {
   server.listen(config.port, config.host, () => {
     const address = server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
-    log.info({ url: `http://${config.host}:${port}`, store: resolve(config.sqlitePath) }, 'listening');
+    log.info({ url: `http://${config.host}:${port}`, store: where }, 'listening');
   });
 
   let stopping = false;
@@ -55,6 +71,24 @@ async function main(): Promise<void> {
 }
 
 /**
+ * Runs a start-up step that needs the store; if it fails (the server is unreachable, a migration
+ * fails), says why on stderr and exits 1, so a supervisor restarts the process.
+ */
+async function startStep<T>(step: () => Promise<T>, what: 'open' | 'migrate'): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const causes: string[] = [];
+    for (let e: unknown = error; e instanceof Error; e = e.cause) {
+      // A refused connection to a dual-stack host is an AggregateError with an empty message.
+      causes.push(e.message || String((e as { code?: unknown }).code ?? e.name));
+    }
+    process.stderr.write(`Could not ${what} the store: ${causes.join(': ')}\n`);
+    process.exit(1);
+  }
+}
+
+/**
  * With no API_TOKENS, the service still starts authenticated: a token is generated on first start,
  * saved beside the database (mode 0600) and reused on later starts. Its value is never logged.
  */
@@ -68,4 +102,4 @@ function generatedToken(sqlitePath: string): string {
   return token;
 }
 
-await main();
+await main(process.argv[2]);

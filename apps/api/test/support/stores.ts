@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 
 /** A fresh, empty store for one test file, and a way to see what it holds. */
 export type TestStoreInstance = {
@@ -47,6 +49,91 @@ export const sqliteTestStore: TestStore = {
   },
 };
 
+/**
+ * The PostgreSQL server tests may use: `TEST_DATABASE_URL`, else the local one CI runs. Tests only
+ * connect to it to create and drop their own `plants_test_*` databases.
+ */
+export const postgresAdminUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Why PostgreSQL cannot be used, or `undefined` when it answered (probed once per test file). */
+const postgresProblem = await probe(postgresAdminUrl);
+
+/**
+ * Whether the PostgreSQL legs run. With `PLANTS_REQUIRE_POSTGRES=1` (CI) an unreachable server
+ * throws instead, so the legs fail loudly rather than being skipped.
+ */
+export function postgresAvailable(): boolean {
+  if (postgresProblem === undefined) return true;
+  if (process.env.PLANTS_REQUIRE_POSTGRES === '1') {
+    throw new Error(
+      `PLANTS_REQUIRE_POSTGRES=1 but PostgreSQL at ${redact(postgresAdminUrl)} is not reachable: ${postgresProblem}`,
+    );
+  }
+  return false;
+}
+
+/** Each setup creates a fresh database `plants_test_<random>` on the server; teardown drops it. */
+export const postgresTestStore: TestStore = {
+  name: 'postgres',
+  async setup() {
+    const database = `plants_test_${randomBytes(6).toString('hex')}`;
+    await admin(`CREATE DATABASE ${database}`);
+    const url = new URL(postgresAdminUrl);
+    url.pathname = `/${database}`;
+    return {
+      env: { DATABASE_URL: url.href },
+      async ids() {
+        const client = new pg.Client({ connectionString: url.href });
+        await client.connect();
+        try {
+          const { rows } = await client.query<{ id: string }>(
+            'SELECT id::text AS id FROM plants ORDER BY plants.id',
+          );
+          return rows.map((row) => BigInt(row.id));
+        } finally {
+          await client.end();
+        }
+      },
+      async teardown() {
+        // FORCE ends connections a killed api process may have left behind.
+        await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      },
+    };
+  },
+};
+
 export function testStores(): TestStore[] {
-  return [sqliteTestStore];
+  return postgresAvailable() ? [sqliteTestStore, postgresTestStore] : [sqliteTestStore];
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function probe(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return undefined;
+  } catch (error) {
+    return error instanceof Error
+      ? error.message || String((error as { code?: unknown }).code)
+      : String(error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function redact(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = '';
+  return parsed.href;
 }

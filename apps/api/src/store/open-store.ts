@@ -1,0 +1,28 @@
+import { resolve } from 'node:path';
+import type { StoreConfig } from '../config.ts';
+import { migratePostgres, openPostgresStore } from './postgres.ts';
+import { openSqliteStore } from './sqlite.ts';
+import type { PlantStore } from './store.ts';
+
+/** Opens the store `DATABASE_URL` names, migrated to the newest schema. Nothing above it knows which. */
+export async function openStore(config: StoreConfig): Promise<PlantStore> {
+  return config.kind === 'sqlite' ? openSqliteStore(config.path) : openPostgresStore(config);
+}
+
+/**
+ * Brings the store's schema to the newest version and returns, for deployments that migrate as a
+ * separate step. Safe to run while instances start or serve. Resolves with the PostgreSQL versions
+ * applied now; SQLite applies its migrations whenever it is opened and reports none.
+ */
+export async function migrateStore(config: StoreConfig): Promise<number[] | undefined> {
+  if (config.kind === 'postgres') return migratePostgres(config);
+  await openSqliteStore(config.path).close();
+  return undefined;
+}
+
+/** Where the store is, for logs: the SQLite file, or the PostgreSQL server and database without credentials. */
+export function describeStore(config: StoreConfig): string {
+  if (config.kind === 'sqlite') return resolve(config.path);
+  // Credentials can sit in the user part and in the query (`?password=`): keep neither.
+  return config.url.replace(/^(postgres(?:ql)?:\/\/)[^@/?#]*@/, '$1').replace(/[?#].*$/, '');
+}

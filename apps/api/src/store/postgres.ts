@@ -1,0 +1,237 @@
+import type { NewPlant } from '@plant-store/schema';
+import pg from 'pg';
+import { postgresMigrations } from './postgres-migrations.ts';
+import { type PlantStore, type StoredPlant, StoreUnavailableError } from './store.ts';
+
+export type PostgresStoreOptions = {
+  /** A `postgres://` or `postgresql://` connection URL. */
+  url: string;
+  /** Most connections the pool opens. */
+  poolSize: number;
+  /**
+   * Bound on one store call, in milliseconds: waiting for a pooled connection, connecting, and the
+   * statement together. Past it the call fails with `StoreUnavailableError`.
+   */
+  timeoutMs: number;
+};
+
+type Row = { id: bigint; name: string; tag: string | null };
+
+const INT8_OID = 20;
+/** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary'
+      ? (text: string) => BigInt(text)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+const APPLICATION_NAME = 'plant-store-api';
+/** Bound on the migration step (waiting for the lock included); migrations are not on a request path. */
+const MIGRATION_TIMEOUT_MS = 60_000;
+/**
+ * The advisory lock that serialises migrations across instances: any fixed int8 that no other
+ * application using this database takes.
+ */
+const MIGRATION_LOCK_KEY = '7234917730117001';
+
+/**
+ * SQLSTATE classes meaning "the database cannot serve this now" rather than "this statement is
+ * wrong": 08 connection exception, 40 transaction rollback (serialization failure, deadlock; routine
+ * on distributed engines), 53 insufficient resources (too many connections), 57 operator
+ * intervention (shutdown, statement timeout), 58 system error. Also 25006 (see `toStoreError`).
+ */
+const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
+
+/**
+ * The shared store for several api instances: PostgreSQL through a `pg` pool. Every create is one
+ * autocommit `INSERT … ON CONFLICT (id) DO NOTHING`, answered after the server reports the COMMIT
+ * (durable with the server's default `synchronous_commit = on`); concurrent creates of one id, from
+ * any number of instances, are decided by the primary key: exactly one inserts. Migrations run first.
+ */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
+  await migratePostgres(options);
+  const { url, poolSize, timeoutMs } = options;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    idleTimeoutMillis: 10_000,
+    connectionTimeoutMillis: timeoutMs,
+    // The server gives up too: a statement this process stopped waiting for runs on there for at
+    // most this long (and may still commit meanwhile: a 503 create has an unknown outcome).
+    statement_timeout: timeoutMs,
+    // Keeps idle connections alive through NATs and load balancers; dead ones are found by the
+    // per-call bound, not by TCP keepalive (which takes minutes).
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    application_name: APPLICATION_NAME,
+    types,
+  });
+  // An idle connection the server closed (restart, failover) is dropped by the pool; its error
+  // must not crash the process. Errors while a statement runs reach that statement instead.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+
+  const inFlight = new Set<Promise<unknown>>();
+  let closing: Promise<void> | undefined;
+
+  async function query<R extends pg.QueryResultRow>(
+    name: string,
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    const deadline = performance.now() + timeoutMs;
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (cause) {
+      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
+    }
+    try {
+      // What is left of the call's time bound; pg destroys the connection when it runs out.
+      const queryTimeout = Math.max(1, Math.ceil(deadline - performance.now()));
+      const result = await client.query<R>({
+        name,
+        text,
+        values,
+        query_timeout: queryTimeout,
+      } as pg.QueryConfig);
+      client.release();
+      return result;
+    } catch (cause) {
+      const error = toStoreError(cause);
+      // A connection that failed for a reason other than its statement is closed, not reused.
+      client.release(error instanceof StoreUnavailableError ? error : undefined);
+      throw error;
+    }
+  }
+
+  function call<T>(operation: () => Promise<T>): Promise<T> {
+    if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
+    const running = operation();
+    inFlight.add(running);
+    const forget = () => inFlight.delete(running);
+    running.then(forget, forget);
+    return running;
+  }
+
+  return {
+    create: (plant: NewPlant) =>
+      call(async () => {
+        const { rowCount } = await query(
+          'plants-insert',
+          'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+          [plant.id.toString(), plant.name, plant.tag ?? null],
+        );
+        return rowCount === 1;
+      }),
+    get: (id) =>
+      call(async () => {
+        const { rows } = await query<Row>('plants-get', 'SELECT id, name, tag FROM plants WHERE id = $1', [
+          id.toString(),
+        ]);
+        return rows[0] === undefined ? undefined : toPlant(rows[0]);
+      }),
+    list: ({ limit, after }) =>
+      call(async () => {
+        const { rows } =
+          after === undefined
+            ? await query<Row>('plants-list', 'SELECT id, name, tag FROM plants ORDER BY id LIMIT $1', [
+                limit,
+              ])
+            : await query<Row>(
+                'plants-list-after',
+                'SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2',
+                [after.toString(), limit],
+              );
+        return rows.map(toPlant);
+      }),
+    ping: () =>
+      call(async () => {
+        await query('plants-ping', 'SELECT 1', []);
+      }),
+    close() {
+      closing ??= (async () => {
+        // Calls already running finish (their answers are delivered) before the pool ends.
+        while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        await pool.end();
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * Applies the pending migrations in `schema_migrations` order, under a session-level
+ * `pg_advisory_lock`, so instances starting together apply each version exactly once (the others
+ * wait, then find nothing to do). Resolves with the versions applied by this call.
+ */
+export async function migratePostgres({
+  url,
+  timeoutMs,
+}: Pick<PostgresStoreOptions, 'url' | 'timeoutMs'>): Promise<number[]> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: MIGRATION_TIMEOUT_MS,
+    query_timeout: MIGRATION_TIMEOUT_MS,
+    application_name: `${APPLICATION_NAME}-migrate`,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (cause) {
+    await client.end().catch(() => {});
+    throw new StoreUnavailableError('PostgreSQL could not be reached to migrate', { cause });
+  }
+  const run = (text: string, values?: unknown[]) =>
+    client.query(text, values).catch((cause: unknown) => {
+      throw toStoreError(cause);
+    });
+  try {
+    await run('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await run(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+    );
+    const { rows } = await run('SELECT version FROM schema_migrations');
+    const done = new Set(rows.map((row: { version: number }) => row.version));
+    const applied: number[] = [];
+    for (const migration of postgresMigrations) {
+      if (done.has(migration.version)) continue;
+      try {
+        await run('BEGIN');
+        await run(migration.sql);
+        await run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+          migration.version,
+          migration.name,
+        ]);
+        await run('COMMIT');
+      } catch (cause) {
+        await client.query('ROLLBACK').catch(() => {});
+        if (cause instanceof StoreUnavailableError) throw cause;
+        throw new Error(`PostgreSQL migration ${migration.version} (${migration.name}) failed`, { cause });
+      }
+      applied.push(migration.version);
+    }
+    return applied;
+  } finally {
+    // Ending the session releases the advisory lock too.
+    await client.end().catch(() => {});
+  }
+}
+
+/** A failure to reach or use the server becomes `StoreUnavailableError` (503); anything else is a bug (500). */
+function toStoreError(cause: unknown): Error {
+  if (cause instanceof StoreUnavailableError) return cause;
+  if (cause instanceof pg.DatabaseError) {
+    const code = cause.code ?? '';
+    // 25006: the server is read-only, e.g. a standby after a failover.
+    if (!UNAVAILABLE_CLASSES.has(code.slice(0, 2)) && code !== '25006') return cause;
+  }
+  // Not a server answer: a refused or reset socket, a timeout, a pool that was ended.
+  return new StoreUnavailableError('PostgreSQL is unavailable', { cause });
+}
+
+function toPlant(row: Row): StoredPlant {
+  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+}

@@ -1,0 +1,221 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { openStore } from '../src/store/open-store.ts';
+import { type PlantStore, StoreUnavailableError } from '../src/store/store.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const SAFE = 2n ** 53n;
+/** Ids where a store that went through a float64 (or an int32) would round, wrap or reorder. */
+const EDGE_IDS = [
+  INT64_MIN,
+  INT64_MIN + 1n,
+  -(SAFE + 1n),
+  -SAFE,
+  -(SAFE - 1n),
+  -(2n ** 31n) - 1n,
+  -1n,
+  0n,
+  1n,
+  2n ** 31n,
+  SAFE - 1n,
+  SAFE,
+  SAFE + 1n,
+  INT64_MAX - 1n,
+  INT64_MAX,
+];
+
+const ascending = (ids: bigint[]) => [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+const shuffled = <T>(items: T[]) =>
+  items
+    .map((item) => ({ item, key: Math.random() }))
+    .sort((a, b) => a.key - b.key)
+    .map(({ item }) => item);
+
+/**
+ * The storage contract (store/store.ts), one suite registered per store as the api runs it:
+ * DATABASE_URL → loadConfig → openStore. SQLite always; PostgreSQL whenever it is reachable.
+ */
+describe.each(testStores())('the $name store', (testStore) => {
+  let instance: TestStoreInstance;
+  let store: PlantStore;
+  const open = () => openStore(loadConfig({ ...instance.env, API_TOKENS: 'contract' }).store);
+
+  beforeEach(async () => {
+    instance = await testStore.setup();
+    store = await open();
+  });
+  afterEach(async () => {
+    await store.close();
+    await instance.teardown();
+  });
+
+  describe('create and get', () => {
+    it('creates a plant and reads back exactly what was created', async () => {
+      expect(await store.create({ id: 1n, name: 'Fern', tag: 'herb' })).toBe(true);
+      expect(await store.create({ id: 2n, name: 'Moss' })).toBe(true);
+      expect(await store.get(1n)).toStrictEqual({ id: 1n, name: 'Fern', tag: 'herb' });
+      // No tag stays no tag: not null, not "".
+      expect(await store.get(2n)).toStrictEqual({ id: 2n, name: 'Moss' });
+      expect(await store.create({ id: 3n, name: '', tag: '' })).toBe(true);
+      expect(await store.get(3n)).toStrictEqual({ id: 3n, name: '', tag: '' });
+    });
+
+    it('answers undefined for an id it does not hold', async () => {
+      expect(await store.get(404n)).toBeUndefined();
+    });
+
+    it('answers false for an existing id and keeps the first plant', async () => {
+      expect(await store.create({ id: 7n, name: 'Fern', tag: 'herb' })).toBe(true);
+      expect(await store.create({ id: 7n, name: 'Cactus' })).toBe(false);
+      expect(await store.get(7n)).toStrictEqual({ id: 7n, name: 'Fern', tag: 'herb' });
+      expect(await store.list({ limit: 10 })).toHaveLength(1);
+    });
+
+    it('keeps text exactly: quotes, backslashes, non-ASCII and long names', async () => {
+      const name = `O'Brien "fern" \\ ; DROP TABLE plants; -- ü 🌿 ${'x'.repeat(10_000)}`;
+      expect(await store.create({ id: 8n, name, tag: '多肉植物' })).toBe(true);
+      expect(await store.get(8n)).toStrictEqual({ id: 8n, name, tag: '多肉植物' });
+    });
+  });
+
+  describe('int64 ids', () => {
+    it('stores and reads back every id exactly, as a bigint, over the ±2^63 bounds and 2^53±1', async () => {
+      for (const id of shuffled(EDGE_IDS)) expect(await store.create({ id, name: `p${id}` })).toBe(true);
+      for (const id of EDGE_IDS) {
+        const plant = await store.get(id);
+        expect(typeof plant?.id).toBe('bigint');
+        expect(plant).toStrictEqual({ id, name: `p${id}` });
+      }
+      // 2^53 and 2^53+1 are one float64: a lossy store would call the second a duplicate.
+      expect(await store.create({ id: SAFE + 1n, name: 'again' })).toBe(false);
+      expect(await store.get(SAFE - 2n)).toBeUndefined();
+    });
+
+    it('orders and pages by the exact int64 value', async () => {
+      for (const id of shuffled(EDGE_IDS)) await store.create({ id, name: 'Fern' });
+      const listed = (await store.list({ limit: 100 })).map((plant) => plant.id);
+      expect(listed).toStrictEqual(ascending(EDGE_IDS));
+      expect((await store.list({ limit: 100, after: SAFE })).map((plant) => plant.id)).toStrictEqual([
+        SAFE + 1n,
+        INT64_MAX - 1n,
+        INT64_MAX,
+      ]);
+      expect((await store.list({ limit: 100, after: INT64_MAX })).map((plant) => plant.id)).toStrictEqual([]);
+      expect((await store.list({ limit: 2, after: INT64_MIN })).map((plant) => plant.id)).toStrictEqual([
+        INT64_MIN + 1n,
+        -(SAFE + 1n),
+      ]);
+    });
+  });
+
+  describe('list', () => {
+    it('lists in ascending id order, strictly after the cursor, at most limit plants', async () => {
+      const ids = [5n, -3n, 0n, 100n, 42n, -1000n, 6n];
+      for (const id of shuffled(ids)) await store.create({ id, name: `p${id}`, tag: 't' });
+      expect(await store.list({ limit: 3 })).toStrictEqual([
+        { id: -1000n, name: 'p-1000', tag: 't' },
+        { id: -3n, name: 'p-3', tag: 't' },
+        { id: 0n, name: 'p0', tag: 't' },
+      ]);
+      expect((await store.list({ limit: 10, after: 0n })).map((plant) => plant.id)).toStrictEqual([
+        5n,
+        6n,
+        42n,
+        100n,
+      ]);
+      // The cursor need not be a stored id.
+      expect((await store.list({ limit: 10, after: 41n })).map((plant) => plant.id)).toStrictEqual([
+        42n,
+        100n,
+      ]);
+      expect(await store.list({ limit: 10, after: 100n })).toStrictEqual([]);
+    });
+
+    it('answers an empty list from an empty store', async () => {
+      expect(await store.list({ limit: 10 })).toStrictEqual([]);
+      expect(await store.list({ limit: 10, after: 0n })).toStrictEqual([]);
+    });
+
+    it('pages through every plant exactly once with the after cursor', async () => {
+      const ids = Array.from({ length: 25 }, (_, i) => BigInt(i * 7 - 80));
+      await Promise.all(ids.map((id) => store.create({ id, name: 'Fern' })));
+      const seen: bigint[] = [];
+      let after: bigint | undefined;
+      for (let pages = 0; pages < 20; pages++) {
+        const page = await store.list(after === undefined ? { limit: 4 } : { limit: 4, after });
+        if (page.length === 0) break;
+        expect(page.length).toBeLessThanOrEqual(4);
+        seen.push(...page.map((plant) => plant.id));
+        after = page.at(-1)!.id;
+      }
+      expect(seen).toStrictEqual(ascending(ids));
+    });
+  });
+
+  describe('concurrency', () => {
+    it('lets exactly one of many concurrent creates of one id succeed, across two handles', async () => {
+      // A second handle on the same database stands for a second instance (or process).
+      const other = await open();
+      try {
+        const ids = [11n, INT64_MAX, INT64_MIN];
+        const attempts = shuffled(
+          ids.flatMap((id) => Array.from({ length: 12 }, (_, i) => ({ id, name: `n${i}`, via: i % 2 }))),
+        );
+        const results = await Promise.all(
+          attempts.map(async (attempt) => ({
+            ...attempt,
+            created: await (attempt.via === 0 ? store : other).create({ id: attempt.id, name: attempt.name }),
+          })),
+        );
+        for (const id of ids) {
+          const winners = results.filter((result) => result.id === id && result.created);
+          expect(winners).toHaveLength(1);
+          // The stored plant is the one whose create answered true.
+          expect(await store.get(id)).toStrictEqual({ id, name: winners[0]!.name });
+          expect(await other.get(id)).toStrictEqual({ id, name: winners[0]!.name });
+        }
+        expect((await store.list({ limit: 10 })).map((plant) => plant.id)).toStrictEqual(ascending(ids));
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('answers every create of many concurrent distinct ids true, and holds them all', async () => {
+      const ids = Array.from({ length: 200 }, (_, i) => SAFE + BigInt(i));
+      const created = await Promise.all(ids.map((id) => store.create({ id, name: 'Fern' })));
+      expect(created.every(Boolean)).toBe(true);
+      expect((await store.list({ limit: 500 })).map((plant) => plant.id)).toStrictEqual(ids);
+    });
+  });
+
+  describe('ping and close', () => {
+    it('answers ping while open', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    it('finishes calls already made before closing, then rejects every call as unavailable', async () => {
+      const pending = [store.create({ id: 1n, name: 'Fern' }), store.create({ id: 2n, name: 'Moss' })];
+      const closed = store.close();
+      await expect(Promise.all(pending)).resolves.toStrictEqual([true, true]);
+      await closed;
+      // Closing again is harmless.
+      await store.close();
+      for (const call of [
+        () => store.create({ id: 3n, name: 'Ivy' }),
+        () => store.get(1n),
+        () => store.list({ limit: 1 }),
+        () => store.ping(),
+      ]) {
+        await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError);
+      }
+      // What was acknowledged before close is there for the next opener.
+      store = await open();
+      expect(await store.list({ limit: 10 })).toStrictEqual([
+        { id: 1n, name: 'Fern' },
+        { id: 2n, name: 'Moss' },
+      ]);
+    });
+  });
+});
