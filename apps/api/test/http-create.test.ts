@@ -134,6 +134,16 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
       ['a numeric name', '{"id":77,"name":5}', 'Invalid request body: name must be a string.'],
       ['a null tag', '{"id":77,"name":"Fern","tag":null}', 'Invalid request body: tag must be a string.'],
       [
+        'a NUL character in the name',
+        '{"id":77,"name":"Fe\\u0000rn"}',
+        'Invalid request body: name must be Unicode text without NUL (U+0000) characters or unpaired surrogates.',
+      ],
+      [
+        'an unpaired surrogate in the tag',
+        '{"id":77,"name":"Fern","tag":"x\\ud800"}',
+        'Invalid request body: tag must be Unicode text without NUL (U+0000) characters or unpaired surrogates.',
+      ],
+      [
         'several bad fields',
         '{"id":"x","name":false}',
         `Invalid request body: ${ID_MESSAGE.slice('Invalid request body: '.length, -1)}; name must be a string.`,

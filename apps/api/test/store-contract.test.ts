@@ -51,6 +51,44 @@ describe.each(testStores())('the $name store', (testStore) => {
     await instance.teardown();
   });
 
+  describe('delete', () => {
+    it('deletes exactly the plant asked for, once', async () => {
+      for (const id of [SAFE, SAFE + 1n, INT64_MIN, INT64_MAX])
+        expect(await store.create({ id, name: 'P' })).toBe(true);
+      expect(await store.delete(SAFE + 1n)).toBe(true);
+      expect(await store.get(SAFE + 1n)).toBeUndefined();
+      expect(await store.get(SAFE)).toStrictEqual({ id: SAFE, name: 'P' });
+      expect(await store.delete(SAFE + 1n)).toBe(false);
+      expect(await store.delete(404n)).toBe(false);
+      expect((await store.list({ limit: 10 })).map((plant) => plant.id)).toEqual([
+        INT64_MIN,
+        SAFE,
+        INT64_MAX,
+      ]);
+    });
+
+    it('lets a deleted id be created again', async () => {
+      expect(await store.create({ id: 5n, name: 'Old' })).toBe(true);
+      expect(await store.delete(5n)).toBe(true);
+      expect(await store.create({ id: 5n, name: 'New' })).toBe(true);
+      expect(await store.get(5n)).toStrictEqual({ id: 5n, name: 'New' });
+    });
+
+    it('deletes once when many delete the same id at the same time', async () => {
+      expect(await store.create({ id: 6n, name: 'P' })).toBe(true);
+      const results = await Promise.all(Array.from({ length: 20 }, () => store.delete(6n)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('keeps a deletion after reopening', async () => {
+      expect(await store.create({ id: 9n, name: 'P' })).toBe(true);
+      expect(await store.delete(9n)).toBe(true);
+      await store.close();
+      store = await open();
+      expect(await store.get(9n)).toBeUndefined();
+    });
+  });
+
   describe('create and get', () => {
     it('creates a plant and reads back exactly what was created', async () => {
       expect(await store.create({ id: 1n, name: 'Fern', tag: 'herb' })).toBe(true);

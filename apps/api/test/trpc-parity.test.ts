@@ -118,6 +118,29 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
     expect(body.error.json.data).not.toHaveProperty('stack');
   });
 
+  it('lists, reads and deletes over tRPC with exact ids', async () => {
+    const trpc = client(api.url, TOKEN);
+    await trpc.plants.create.mutate({ id: 2n ** 63n - 2n, name: 'Last', tag: 'x' });
+    expect(await trpc.plants.get.query({ id: 2n ** 63n - 2n })).toEqual({
+      id: 2n ** 63n - 2n,
+      name: 'Last',
+      tag: 'x',
+    });
+    const page = await trpc.plants.list.query({ limit: 2 });
+    expect(page.plants.map((plant) => plant.id)).toEqual((await store.ids()).slice(0, 2));
+    expect(page.next).toBe(page.plants[1]!.id);
+    const last = await trpc.plants.list.query({ after: 2n ** 63n - 3n });
+    expect(last).toEqual({
+      plants: [{ id: 2n ** 63n - 2n, name: 'Last', tag: 'x' }, expect.anything()],
+      next: null,
+    });
+    expect(await trpc.plants.delete.mutate({ id: 2n ** 63n - 2n })).toBeUndefined();
+    const gone = await rejection(trpc.plants.get.query({ id: 2n ** 63n - 2n }));
+    expect(gone.data?.httpStatus).toBe(404);
+    const again = await rejection(trpc.plants.delete.mutate({ id: 2n ** 63n - 2n }));
+    expect(again.message).toBe(`There is no plant with id ${2n ** 63n - 2n}.`);
+  });
+
   it('requires the bearer token over tRPC too', async () => {
     const missing = await rejection(
       client(api.url, undefined).plants.create.mutate({ id: 77n, name: 'Fern' }),

@@ -42,3 +42,29 @@ describe('PlantSchema and ApiErrorSchema', () => {
     expect(ApiErrorSchema.safeParse({ error: 2 ** 31, message: 'x' }).success).toBe(false);
   });
 });
+
+describe('text fields', () => {
+  it.each([
+    ['a NUL character', 'Fe\u0000rn'],
+    ['an unpaired high surrogate', 'x\ud800y'],
+    ['an unpaired low surrogate', '\udc00'],
+  ])('reject %s in name and tag', (_, value) => {
+    const message = 'must be Unicode text without NUL (U+0000) characters or unpaired surrogates';
+    expect(NewPlantSchema.safeParse({ id: 1n, name: value }).error?.issues[0]).toMatchObject({
+      path: ['name'],
+      message,
+    });
+    expect(NewPlantSchema.safeParse({ id: 1n, name: 'ok', tag: value }).error?.issues[0]).toMatchObject({
+      path: ['tag'],
+      message,
+    });
+  });
+
+  it('accept any other Unicode text, including astral characters and the empty string', () => {
+    expect(NewPlantSchema.parse({ id: 1n, name: '🌿 Fern \u0001', tag: '' })).toEqual({
+      id: 1n,
+      name: '🌿 Fern \u0001',
+      tag: '',
+    });
+  });
+});

@@ -6,14 +6,22 @@ const INT64_RANGE = 'an integer from -9223372036854775808 to 9223372036854775807
 const requiredString = (iss: { input?: unknown }) =>
   iss.input === undefined ? 'is required' : 'must be a string';
 
+const TEXT_MESSAGE = 'must be Unicode text without NUL (U+0000) characters or unpaired surrogates';
+
+/**
+ * Text every store keeps exactly: PostgreSQL's TEXT cannot hold U+0000, and an unpaired surrogate
+ * is not Unicode (stores would turn it into U+FFFD while the answer echoed the original).
+ */
+const text = (error: typeof requiredString | string) =>
+  z
+    .string({ error })
+    .refine((value) => value.isWellFormed() && !value.includes('\u0000'), { error: TEXT_MESSAGE });
+
 /** A plant as the store answers it: the spec's `Plant`. */
 export const PlantSchema = z
   .object({
-    name: z.string({ error: requiredString }).meta({ description: 'The name of the plant' }),
-    tag: z
-      .string({ error: 'must be a string' })
-      .optional()
-      .meta({ description: 'Tag that specifies the type of plant' }),
+    name: text(requiredString).meta({ description: 'The name of the plant' }),
+    tag: text('must be a string').optional().meta({ description: 'Tag that specifies the type of plant' }),
   })
   .meta({ id: 'Plant' });
 
@@ -64,7 +72,8 @@ export const ListPlantsQuerySchema = z.object({
     .default(DEFAULT_LIST_LIMIT)
     .meta({ format: 'int32', description: 'The maximum number of results to return' }),
   after: PlantIdSchema.optional().meta({
-    description: 'Cursor: answer only plants whose id is greater than this one (the last id of the previous page)',
+    description:
+      'Cursor: answer only plants whose id is greater than this one (the last id of the previous page)',
   }),
 });
 

@@ -17,7 +17,10 @@ export function errorMiddleware(log: Logger): Middleware {
       }
     } catch (error) {
       answer = fromKoaError(error) ?? toHttpError(error);
-      if (answer.status >= 500) log.error({ err: error, reqId: ctx.state.requestId }, 'request failed');
+      // An outage answers many requests 503: one line each, without a stack. Other 5xx are bugs.
+      if (answer.status === 503)
+        log.warn({ reqId: ctx.state.requestId, reason: causes(error) }, 'store unavailable');
+      else if (answer.status >= 500) log.error({ err: error, reqId: ctx.state.requestId }, 'request failed');
     }
     if (answer === undefined) return;
     ctx.status = answer.status;
@@ -25,6 +28,14 @@ export function errorMiddleware(log: Logger): Middleware {
     ctx.type = 'application/json';
     ctx.body = stringifyJson({ error: answer.status, message: answer.message });
   };
+}
+
+/** The messages down an error's `cause` chain: "The store is unavailable.: PostgreSQL is unavailable: …". */
+function causes(error: unknown): string {
+  const messages: string[] = [];
+  for (let e: unknown = error; e instanceof Error && messages.length < 5; e = e.cause)
+    messages.push(e.message || e.name);
+  return messages.join(': ');
 }
 
 /** Errors raised with `ctx.throw(status, message)` (http-errors) whose message is meant for clients. */

@@ -14,8 +14,12 @@ const SECURITY_SCHEME = 'bearerAuth';
 export function openApiDocument(routes: RestRoute[], serverUrl: string): object {
   const paths: ZodOpenApiPathsObject = {};
   for (const route of routes) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: describe(route.operation, route.method.toLowerCase(), route.path) };
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method.toLowerCase()]: describe(route.operation, route.method.toLowerCase(), route.path),
+    };
   }
+  Object.assign(paths, PROBES);
   return createDocument({
     openapi: '3.1.0',
     info: {
@@ -27,7 +31,10 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
     },
     servers: [{ url: serverUrl, description: 'This server' }],
     security: [{ [SECURITY_SCHEME]: [] }],
-    tags: [{ name: 'plants', description: 'Plant records' }],
+    tags: [
+      { name: 'plants', description: 'Plant records' },
+      { name: 'operations', description: 'Probes for load balancers; no token needed' },
+    ],
     paths,
     components: {
       securitySchemes: {
@@ -37,7 +44,45 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
   });
 }
 
-function describe({ openapi, input, output, rest }: AnyOperation, method: string, path: string): ZodOpenApiOperationObject {
+const HealthSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
+
+/** The unauthenticated probes served by app.ts. */
+const PROBES: ZodOpenApiPathsObject = {
+  '/healthz': {
+    get: {
+      operationId: 'healthz',
+      summary: 'Liveness',
+      description: 'Answers 200 while the process is up; never touches the store.',
+      tags: ['operations'],
+      security: [],
+      responses: {
+        200: { description: 'The process is up', content: { 'application/json': { schema: HealthSchema } } },
+      },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'readyz',
+      summary: 'Readiness',
+      description: 'Answers 200 when the store answers a query, else 503 (within DATABASE_TIMEOUT_MS).',
+      tags: ['operations'],
+      security: [],
+      responses: {
+        200: { description: 'The store answers', content: { 'application/json': { schema: HealthSchema } } },
+        503: {
+          description: 'The store is unavailable',
+          content: { 'application/json': { schema: ApiErrorSchema } },
+        },
+      },
+    },
+  },
+};
+
+function describe(
+  { openapi, input, output, rest }: AnyOperation,
+  method: string,
+  path: string,
+): ZodOpenApiOperationObject {
   const errors = Object.entries(openapi.errorResponses ?? {}).map(([status, description]) => [
     status,
     { description, content: { 'application/json': { schema: ApiErrorSchema } } },

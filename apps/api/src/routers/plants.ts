@@ -39,7 +39,8 @@ export const createPlant = defineOperation({
   output: PlantSchema,
   async run({ store }, plant) {
     const created = await storeCall(() => store.create(plant));
-    if (!created) throw new TRPCError({ code: 'CONFLICT', message: `A plant with id ${plant.id} already exists.` });
+    if (!created)
+      throw new TRPCError({ code: 'CONFLICT', message: `A plant with id ${plant.id} already exists.` });
     return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
   },
 });
@@ -56,7 +57,10 @@ export const listPlants = defineOperation({
     tags: ['plants'],
     successDescription: 'A page of plants',
     responseHeaders: z.object({
-      Link: z.string().optional().meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
+      Link: z
+        .string()
+        .optional()
+        .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
     }),
     errorResponses: { 400: 'A bad limit or after parameter', ...PROTECTED_ERRORS },
   },
@@ -86,19 +90,48 @@ export const getPlant = defineOperation({
     description: 'Returns the plant with this id.',
     tags: ['plants'],
     successDescription: 'The plant',
-    errorResponses: { 400: 'The id is not an int64', 404: 'There is no plant with this id', ...PROTECTED_ERRORS },
+    errorResponses: {
+      400: 'The id is not an int64',
+      404: 'There is no plant with this id',
+      ...PROTECTED_ERRORS,
+    },
   },
   input: PlantIdParamsSchema,
   output: PlantWithIdSchema,
   async run({ store }, { id }) {
     const plant = await storeCall(() => store.get(id));
-    if (plant === undefined) throw new TRPCError({ code: 'NOT_FOUND', message: `There is no plant with id ${id}.` });
+    if (plant === undefined)
+      throw new TRPCError({ code: 'NOT_FOUND', message: `There is no plant with id ${id}.` });
     return plant;
   },
+});
+
+export const deletePlant = defineOperation({
+  openapi: {
+    method: 'DELETE',
+    path: '/plants/{id}',
+    operationId: 'deletePlant',
+    summary: 'Delete a plant',
+    description: 'Deletes a single plant based on the ID supplied.',
+    tags: ['plants'],
+    successDescription: 'The plant was deleted',
+    errorResponses: {
+      400: 'The id is not an int64',
+      404: 'There is no plant with this id',
+      ...PROTECTED_ERRORS,
+    },
+  },
+  input: PlantIdParamsSchema,
+  async run({ store }, { id }): Promise<void> {
+    const deleted = await storeCall(() => store.delete(id));
+    if (!deleted) throw new TRPCError({ code: 'NOT_FOUND', message: `There is no plant with id ${id}.` });
+  },
+  rest: { status: 204 },
 });
 
 export const plantsRouter = router({
   create: toMutation(createPlant),
   list: toQuery(listPlants),
   get: toQuery(getPlant),
+  delete: toMutation(deletePlant),
 });

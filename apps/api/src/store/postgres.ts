@@ -125,6 +125,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         );
         return rowCount === 1;
       }),
+    delete: (id) =>
+      call(async () => {
+        const { rowCount } = await query('plants-delete', 'DELETE FROM plants WHERE id = $1', [
+          id.toString(),
+        ]);
+        return rowCount === 1;
+      }),
     get: (id) =>
       call(async () => {
         const { rows } = await query<Row>('plants-get', 'SELECT id, name, tag FROM plants WHERE id = $1', [

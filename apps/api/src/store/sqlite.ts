@@ -6,15 +6,18 @@ import Database from 'better-sqlite3';
 import { sqliteMigrations } from './sqlite-migrations.ts';
 import { type PlantStore, type StoredPlant, StoreUnavailableError } from './store.ts';
 
-type PendingCreate = { plant: NewPlant; resolve: (created: boolean) => void; reject: (err: Error) => void };
+/** A write for the writer thread (sqlite-writer.mjs). */
+type Write = { create: NewPlant } | { delete: bigint };
+type PendingWrite = { write: Write; resolve: (changed: boolean) => void; reject: (err: Error) => void };
 type Row = { id: bigint; name: string; tag: string | null };
-type WriterAnswer = { created: boolean[] } | { failed: string };
+type WriterAnswer = { changed: boolean[] } | { failed: string };
 
 /**
- * The embedded store: an SQLite file in WAL mode. Creates are group-committed by a writer thread
- * (sqlite-writer.mjs): the creates of one event-loop turn are posted as a batch, and the writer
- * commits all batches that queued up while its last COMMIT was being fsync'd in one transaction. Each create is answered only after its batch's COMMIT was fsync'd;
- * a duplicate id fails only its own create. Reads use a separate connection on this thread.
+ * The embedded store: an SQLite file in WAL mode. Writes are group-committed by a writer thread
+ * (sqlite-writer.mjs): the writes of one event-loop turn are posted as a batch, and the writer
+ * commits all batches that queued up while its last COMMIT was being fsync'd in one transaction.
+ * Each write is answered only after its batch's COMMIT was fsync'd; a duplicate id fails only its
+ * own create. Reads use a separate connection on this thread.
  */
 export function openSqliteStore(path: string): PlantStore {
   mkdirSync(dirname(path), { recursive: true });
@@ -31,9 +34,9 @@ export function openSqliteStore(path: string): PlantStore {
   );
 
   const writer = new Worker(new URL('./sqlite-writer.mjs', import.meta.url), { workerData: { path } });
-  let queued: PendingCreate[] = [];
+  let queued: PendingWrite[] = [];
   // Batches posted to the writer, oldest first; it answers them in order.
-  const inFlight: PendingCreate[][] = [];
+  const inFlight: PendingWrite[][] = [];
   let scheduled = false;
   let failure: Error | undefined;
   let closing: Promise<void> | undefined;
@@ -43,14 +46,14 @@ export function openSqliteStore(path: string): PlantStore {
     scheduled = false;
     if (queued.length === 0) return;
     inFlight.push(queued);
-    writer.postMessage(queued.map((item) => item.plant));
+    writer.postMessage(queued.map((item) => item.write));
     queued = [];
   }
 
   writer.on('message', (answer: WriterAnswer) => {
     const batch = inFlight.shift() ?? [];
-    if ('created' in answer) {
-      for (const [i, item] of batch.entries()) item.resolve(answer.created[i]!);
+    if ('changed' in answer) {
+      for (const [i, item] of batch.entries()) item.resolve(answer.changed[i]!);
     } else {
       const error = new StoreUnavailableError(`the batch could not be committed (${answer.failed})`);
       for (const item of batch) item.reject(error);
@@ -77,17 +80,20 @@ export function openSqliteStore(path: string): PlantStore {
     }
   }
 
+  function write(change: Write): Promise<boolean> {
+    if (failure || closing) return Promise.reject(failure ?? new StoreUnavailableError('store is closed'));
+    return new Promise((resolve, reject) => {
+      queued.push({ write: change, resolve, reject });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(dispatch);
+      }
+    });
+  }
+
   return {
-    create(plant) {
-      if (failure || closing) return Promise.reject(failure ?? new StoreUnavailableError('store is closed'));
-      return new Promise((resolve, reject) => {
-        queued.push({ plant, resolve, reject });
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(dispatch);
-        }
-      });
-    },
+    create: (plant) => write({ create: plant }),
+    delete: (id) => write({ delete: id }),
     get: (id) => read(() => toPlant(selectOne.get(id))),
     list: ({ limit, after }) =>
       read(() =>

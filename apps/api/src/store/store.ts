@@ -12,6 +12,8 @@ export interface PlantStore {
   create(plant: NewPlant): Promise<boolean>;
   /** The plant with this id, or `undefined`. */
   get(id: bigint): Promise<StoredPlant | undefined>;
+  /** Deletes a plant. Resolves `true` once the deletion is committed, `false` when there was no such plant. */
+  delete(id: bigint): Promise<boolean>;
   /** Plants in ascending id order, strictly after `after` when given. */
   list(options: { limit: number; after?: bigint }): Promise<StoredPlant[]>;
   /** Resolves once the store answers a query; rejects with `StoreUnavailableError` otherwise. */

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
+
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+const ID_MESSAGE =
+  'Invalid request parameters: id must be an integer from -9223372036854775808 to 9223372036854775807.';
+
+describe.each(testStores())('DELETE /plants/{id} on $name', (testStore) => {
+  let store: TestStoreInstance;
+  let api: ApiProcess;
+
+  beforeAll(async () => {
+    store = await testStore.setup();
+    api = await startApiProcess({ env: store.env });
+  });
+  afterAll(async () => {
+    await api?.stop();
+    api?.cleanup();
+    await store?.teardown();
+  });
+
+  it('answers 204 with no body and removes exactly that plant, over the whole int64 range', async () => {
+    const ids = [-(2n ** 63n), 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n];
+    for (const id of ids) expect((await postPlant(api.url, `{"id":${id},"name":"P"}`)).status).toBe(200);
+    for (const id of [ids[0]!, ids[2]!, ids[3]!]) {
+      const answer = await send(`${api.url}/plants/${id}`, { method: 'DELETE', headers: AUTH });
+      expect(answer.status).toBe(204);
+      expect(answer.text).toBe('');
+      expect(answer.headers.get('content-type')).toBeNull();
+    }
+    expect(await store.ids()).toEqual([2n ** 53n]);
+    expect((await send(`${api.url}/plants/${2n ** 53n + 1n}`, { headers: AUTH })).status).toBe(404);
+  });
+
+  it('answers 404 for a plant that is not there (or no longer)', async () => {
+    expect((await postPlant(api.url, '{"id":77,"name":"P"}')).status).toBe(200);
+    expect((await send(`${api.url}/plants/77`, { method: 'DELETE', headers: AUTH })).status).toBe(204);
+    const again = await send(`${api.url}/plants/77`, { method: 'DELETE', headers: AUTH });
+    expect(again.status).toBe(404);
+    expect(again.text).toBe(errorBody(404, 'There is no plant with id 77.'));
+  });
+
+  it.each(['abc', '1.5', '9223372036854775808', '-9223372036854775809', ' 1'])(
+    'answers 400 for id %s and deletes nothing',
+    async (id) => {
+      const before = await store.ids();
+      const answer = await send(`${api.url}/plants/${encodeURIComponent(id)}`, {
+        method: 'DELETE',
+        headers: AUTH,
+      });
+      expect(answer.status).toBe(400);
+      expect(answer.text).toBe(errorBody(400, ID_MESSAGE));
+      expect(await store.ids()).toEqual(before);
+    },
+  );
+
+  it('answers 401 without a token and deletes nothing', async () => {
+    const before = await store.ids();
+    const answer = await send(`${api.url}/plants/${2n ** 53n}`, { method: 'DELETE' });
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await store.ids()).toEqual(before);
+  });
+
+  it('lets the id be created again afterwards', async () => {
+    expect((await postPlant(api.url, '{"id":88,"name":"Old"}')).status).toBe(200);
+    expect((await send(`${api.url}/plants/88`, { method: 'DELETE', headers: AUTH })).status).toBe(204);
+    expect((await postPlant(api.url, '{"id":88,"name":"New"}')).status).toBe(200);
+    expect((await send(`${api.url}/plants/88`, { headers: AUTH })).text).toBe('{"id":88,"name":"New"}');
+  });
+});
