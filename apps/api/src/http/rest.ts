@@ -46,7 +46,10 @@ export function restRoutes(router: AppRouter): RestRoute[] {
  * object spreads per call; see the performance notes in the README). Order of checks: route, auth,
  * body or parameters, validation, store. Errors are thrown to the error middleware.
  */
-export function restAdapter(routes: RestRoute[], deps: { store: PlantStore; verifyToken: TokenVerifier }): Middleware {
+export function restAdapter(
+  routes: RestRoute[],
+  deps: { store: PlantStore; verifyToken: TokenVerifier },
+): Middleware {
   return async (ctx, next) => {
     let route: RestRoute | undefined;
     let match: RegExpExecArray | null = null;
