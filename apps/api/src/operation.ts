@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { z } from 'zod';
-import type { Principal, TokenVerifier } from './auth.ts';
+import type { AuthResult, Principal, Scope } from './auth.ts';
 import { StoreUnavailableError, type PlantStore } from './store/store.ts';
 
 /** What an operation runs with once the caller is authenticated. */
@@ -9,11 +9,13 @@ export type OperationContext = { store: PlantStore; principal: Principal };
 
 /**
  * One API operation, written once and served twice: as a tRPC procedure (`toMutation`/`toQuery` in
- * trpc.ts) and as a REST route (http/rest.ts), both authenticating with `authenticate`,
- * validating with `input` and running `run`.
+ * trpc.ts) and as a REST route (http/rest.ts), both authorizing with `authorize`, validating with
+ * `input` and running `run`.
  */
 export type Operation<I extends z.ZodType = z.ZodType, O = unknown> = {
   openapi: NonNullable<OpenApiMeta['openapi']>;
+  /** What the caller's token must allow. */
+  scope: Scope;
   input: I;
   /** The REST answer's schema, for the OpenAPI document (answers are built by `run`, not re-parsed). */
   output?: z.ZodType;
@@ -35,17 +37,27 @@ export function defineOperation<I extends z.ZodType, O>(operation: Operation<I, 
   return operation;
 }
 
-/** Checks the bearer token, for both transports; throws tRPC's UNAUTHORIZED (401). */
-export function authenticate(verifyToken: TokenVerifier, authorization: string | undefined): Principal {
-  const auth = verifyToken(authorization);
-  if (auth.ok) return auth.principal;
-  throw new TRPCError({
-    code: 'UNAUTHORIZED',
-    message:
-      auth.reason === 'missing'
-        ? 'Missing bearer token: send it as "Authorization: Bearer <token>".'
-        : 'The bearer token is not valid.',
-  });
+/**
+ * Lets the request through if its bearer token was valid (401 otherwise, see http/auth.ts for
+ * where the token is checked) and allows `scope` (403 otherwise). Both transports call it.
+ */
+export function authorize(auth: AuthResult, scope: Scope): Principal {
+  if (!auth.ok) {
+    throw new TRPCError({
+      code: 'UNAUTHORIZED',
+      message:
+        auth.reason === 'missing'
+          ? 'Missing bearer token: send it as "Authorization: Bearer <token>".'
+          : 'The bearer token is not valid.',
+    });
+  }
+  if (!auth.principal.scopes.includes(scope)) {
+    throw new TRPCError({
+      code: 'FORBIDDEN',
+      message: `This token lacks the ${scope} scope this operation needs.`,
+    });
+  }
+  return auth.principal;
 }
 
 /** Runs a store operation, turning "the store is unavailable" into tRPC's 503. */

@@ -2,9 +2,9 @@ import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { z } from 'zod';
-import type { TokenVerifier } from './auth.ts';
+import type { AuthResult } from './auth.ts';
 import { toHttpError } from './errors.ts';
-import { type AnyOperation, authenticate, type Operation } from './operation.ts';
+import { type AnyOperation, authorize, type Operation } from './operation.ts';
 import type { PlantStore } from './store/store.ts';
 
 /**
@@ -13,9 +13,8 @@ import type { PlantStore } from './store/store.ts';
  */
 export type Context = {
   store: PlantStore;
-  verifyToken: TokenVerifier;
-  /** The raw `Authorization` header of the request. */
-  authorization: string | undefined;
+  /** The request's bearer token, checked once per HTTP request (http/auth.ts). */
+  auth: AuthResult;
 };
 
 const t = initTRPC
@@ -37,13 +36,13 @@ export const router = t.router;
 /** Procedures anyone may call (health checks). @see https://trpc.io/docs/server/procedures */
 export const publicProcedure = t.procedure;
 
-/** Procedures that need a valid bearer token. @see https://trpc.io/docs/server/authorization */
-export const protectedProcedure = t.procedure.use(({ ctx, next }) =>
-  next({ ctx: { principal: authenticate(ctx.verifyToken, ctx.authorization) } }),
-);
-
+/**
+ * An operation's procedure: authorized for the operation's scope, then its input validated.
+ * @see https://trpc.io/docs/server/authorization
+ */
 function withOperation<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return protectedProcedure
+  return t.procedure
+    .use(({ ctx, next }) => next({ ctx: { principal: authorize(ctx.auth, operation.scope) } }))
     .meta({ openapi: operation.openapi, operation: operation as unknown as AnyOperation })
     .input(operation.input);
 }

@@ -19,7 +19,7 @@ describe('the shared zod schemas', () => {
     const plants = openSqliteStore(store.env.DATABASE_URL!.slice('file:'.length));
     const app = createApp({
       store: plants,
-      tokens: [{ name: 'test', secret: 'test-token' }],
+      tokens: [{ name: 'test', secret: 'test-token', scopes: ['read', 'write'] }],
       log: pino({ level: 'silent' }),
       publicUrl: 'http://127.0.0.1',
     });

@@ -2,9 +2,8 @@ import { stringifyJson } from '@plant-store/schema';
 import { TRPCError } from '@trpc/server';
 import type { Middleware } from 'koa';
 import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
-import type { TokenVerifier } from '../auth.ts';
 import { describeIssues } from '../errors.ts';
-import { type AnyOperation, authenticate } from '../operation.ts';
+import { type AnyOperation, authorize } from '../operation.ts';
 import type { AppRouter } from '../router.ts';
 import type { PlantStore } from '../store/store.ts';
 import { readJsonBody } from './body.ts';
@@ -43,13 +42,10 @@ export function restRoutes(router: AppRouter): RestRoute[] {
 /**
  * Serves the REST routes with the operations behind the tRPC procedures: the same authentication,
  * input schema and `run` as /trpc, without tRPC's per-call machinery (a Fetch Request and several
- * object spreads per call; see the performance notes in the README). Order of checks: route, auth,
- * body or parameters, validation, store. Errors are thrown to the error middleware.
+ * object spreads per call; see the performance notes in the README). Order of checks: route, token
+ * and scope, body or parameters, validation, store. Errors are thrown to the error middleware.
  */
-export function restAdapter(
-  routes: RestRoute[],
-  deps: { store: PlantStore; verifyToken: TokenVerifier },
-): Middleware {
+export function restAdapter(routes: RestRoute[], deps: { store: PlantStore }): Middleware {
   return async (ctx, next) => {
     let route: RestRoute | undefined;
     let match: RegExpExecArray | null = null;
@@ -69,7 +65,7 @@ export function restAdapter(
       ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: ${allowed.join(', ')}.`);
       return;
     }
-    const principal = authenticate(deps.verifyToken, ctx.get('authorization') || undefined);
+    const principal = authorize(ctx.state.auth, route.operation.scope);
     const raw = route.inputFromBody
       ? await readJsonBody(ctx.req)
       : decodeParams(route.decoders, { ...ctx.query, ...match?.groups });

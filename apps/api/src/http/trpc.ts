@@ -5,6 +5,7 @@ import { getTRPCErrorFromUnknown } from '@trpc/server/unstable-core-do-not-impor
 import type { Context as KoaContext, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
+import type { AuthResult } from '../auth.ts';
 import { toHttpError } from '../errors.ts';
 import type { AppRouter } from '../router.ts';
 import type { Context } from '../trpc.ts';
@@ -12,7 +13,7 @@ import { BODY_LIMIT_BYTES } from './body.ts';
 
 const PREFIX = '/trpc/';
 
-type CreateContext = (authorization: string | undefined) => Context;
+type CreateContext = (auth: AuthResult) => Context;
 
 /**
  * Serves the tRPC wire protocol under /trpc. Plain JSON mutations — what `httpLink` and
@@ -39,7 +40,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       paths.every((path) => procedures[path]?._def.type === 'mutation');
     if (!direct) return viaTrpcHandler(ctx, router, createContext);
 
-    const context = createContext(ctx.get('authorization') || undefined);
+    const context = createContext(ctx.state.auth);
     let inputs: unknown[];
     try {
       const text = await getRawBody(ctx.req, {
@@ -135,7 +136,7 @@ async function viaTrpcHandler(
     res: ctx.res,
     path: ctx.path.slice(PREFIX.length),
     maxBodySize: BODY_LIMIT_BYTES,
-    createContext: () => createContext(ctx.get('authorization') || undefined),
+    createContext: () => createContext(ctx.state.auth),
     responseMeta: ({ errors }) => {
       const challenge = bearerChallenge(errors);
       return challenge ? { headers: { 'WWW-Authenticate': challenge } } : {};

@@ -14,11 +14,13 @@ import { router, toMutation, toQuery } from '../trpc.ts';
 /** Statuses every bearer-protected operation can answer besides its own. */
 const PROTECTED_ERRORS = {
   401: 'Missing or unknown bearer token',
+  403: 'The token lacks the scope this operation needs',
   500: 'Internal error',
   503: 'The store is unavailable; retry later',
 };
 
 export const createPlant = defineOperation({
+  scope: 'write',
   openapi: {
     method: 'POST',
     path: '/plants',
@@ -46,6 +48,7 @@ export const createPlant = defineOperation({
 });
 
 export const listPlants = defineOperation({
+  scope: 'read',
   openapi: {
     method: 'GET',
     path: '/plants',
@@ -82,6 +85,7 @@ export const listPlants = defineOperation({
 });
 
 export const getPlant = defineOperation({
+  scope: 'read',
   openapi: {
     method: 'GET',
     path: '/plants/{id}',
@@ -107,6 +111,7 @@ export const getPlant = defineOperation({
 });
 
 export const deletePlant = defineOperation({
+  scope: 'write',
   openapi: {
     method: 'DELETE',
     path: '/plants/{id}',
