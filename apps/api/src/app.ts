@@ -1,6 +1,7 @@
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { createTokenVerifier } from './auth.ts';
+import { type AuthResult, createTokenVerifier, type Scope } from './auth.ts';
+import { authMiddleware } from './http/auth.ts';
 import { errorMiddleware } from './http/errors.ts';
 import { observeMiddleware } from './http/observe.ts';
 import { openApiDocument } from './http/openapi.ts';
@@ -13,7 +14,7 @@ import type { Context } from './trpc.ts';
 
 export type AppOptions = {
   store: PlantStore;
-  tokens: readonly { name: string; secret: string }[];
+  tokens: readonly { name: string; secret: string; scopes: readonly Scope[] }[];
   log: Logger;
   /** The URL clients reach this server at, for the OpenAPI document's `servers`. */
   publicUrl: string;
@@ -22,11 +23,7 @@ export type AppOptions = {
 /** Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler. */
 export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
   const verifyToken = createTokenVerifier(tokens);
-  const createContext = (authorization: string | undefined): Context => ({
-    store,
-    verifyToken,
-    authorization,
-  });
+  const createContext = (auth: AuthResult): Context => ({ store, auth });
   const routes = restRoutes(appRouter);
   const documentJson = JSON.stringify(openApiDocument(routes, publicUrl));
 
@@ -34,6 +31,7 @@ export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
   app.silent = true;
   app.use(observeMiddleware(log));
   app.use(errorMiddleware(log));
+  app.use(authMiddleware(verifyToken));
   app.use(trpcAdapter(appRouter, createContext, log));
   app.use(async (ctx, next) => {
     if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
@@ -41,7 +39,7 @@ export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
     ctx.body = documentJson;
   });
   app.use(healthMiddleware(store));
-  app.use(restAdapter(routes, { store, verifyToken }));
+  app.use(restAdapter(routes, { store }));
   return app;
 }
 

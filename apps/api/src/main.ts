@@ -8,6 +8,8 @@ import { createLogger } from './log.ts';
 import { describeStore, migrateStore, openStore } from './store/open-store.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/** API_TOKENS and the generated token may do everything. */
+const ALL_SCOPES = ['read', 'write'] as const;
 const USAGE = 'Usage: main.js [migrate]';
 
 /** `main.js` serves; `main.js migrate` applies the store's pending migrations and exits. */
@@ -33,10 +35,10 @@ async function main(command: string | undefined): Promise<void> {
     return;
   }
   const store = await startStep(() => openStore(config.store), 'open');
-  const tokens = config.apiTokens?.map((secret, i) => ({ name: `api-token-${i + 1}`, secret })) ?? [
+  const tokens = config.apiTokens?.map((secret, i) => ({ name: `api-token-${i + 1}`, secret, scopes: ALL_SCOPES })) ?? [
     // loadConfig requires API_TOKENS with PostgreSQL: only SQLite has a place for a generated token.
     ...(config.store.kind === 'sqlite'
-      ? [{ name: 'generated', secret: generatedToken(config.store.path) }]
+      ? [{ name: 'generated', secret: generatedToken(config.store.path), scopes: ALL_SCOPES }]
       : []),
   ];
   const app = createApp({ store, tokens, log, publicUrl: `http://${config.host}:${config.port}` });
