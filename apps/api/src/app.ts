@@ -1,13 +1,18 @@
-import Koa, { type Middleware } from 'koa';
+import Koa from 'koa';
 import type { Logger } from 'pino';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { type AuthResult, createTokenVerifier, type Scope } from './auth.ts';
 import { authMiddleware } from './http/auth.ts';
+import { corsMiddleware } from './http/cors.ts';
 import { errorMiddleware } from './http/errors.ts';
+import { healthMiddleware } from './http/health.ts';
+import { metricsMiddleware } from './http/metrics.ts';
 import { observeMiddleware } from './http/observe.ts';
 import { openApiDocument } from './http/openapi.ts';
+import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
-import { storeCall } from './operation.ts';
 import { trpcAdapter } from './http/trpc.ts';
+import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
 import type { Context } from './trpc.ts';
@@ -18,10 +23,23 @@ export type AppOptions = {
   log: Logger;
   /** The URL clients reach this server at, for the OpenAPI document's `servers`. */
   publicUrl: string;
+  /** Where request and store metrics go; a fresh registry by default. */
+  metrics?: Metrics;
+  /** Per-token rate limiting of the API routes; none by default. */
+  rateLimit?: { limiter: RateLimiterAbstract; limit: RateLimit };
+  /** Browser origins allowed by CORS; none by default. */
+  corsOrigins?: readonly string[];
 };
 
-/** Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler. */
-export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
+/**
+ * Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler.
+ * Order: observe (ids, headers, log, metrics) → errors → CORS → token check → public routes →
+ * rate limit → tRPC → REST.
+ */
+export function createApp(options: AppOptions): Koa {
+  const { tokens, log, publicUrl, rateLimit, corsOrigins = [] } = options;
+  const metrics = options.metrics ?? createMetrics();
+  const store = instrumentStore(options.store, metrics);
   const verifyToken = createTokenVerifier(tokens);
   const createContext = (auth: AuthResult): Context => ({ store, auth });
   const routes = restRoutes(appRouter);
@@ -29,36 +47,20 @@ export function createApp({ store, tokens, log, publicUrl }: AppOptions): Koa {
 
   const app = new Koa();
   app.silent = true;
-  app.use(observeMiddleware(log));
+  app.use(observeMiddleware(log, metrics));
   app.use(errorMiddleware(log));
+  if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
   app.use(authMiddleware(verifyToken));
-  app.use(trpcAdapter(appRouter, createContext, log));
   app.use(async (ctx, next) => {
     if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
+    ctx.state.route = ctx.path;
     ctx.type = 'application/json';
     ctx.body = documentJson;
   });
   app.use(healthMiddleware(store));
+  app.use(metricsMiddleware(metrics));
+  if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
+  app.use(trpcAdapter(appRouter, createContext, log));
   app.use(restAdapter(routes, { store }));
   return app;
-}
-
-const OK = JSON.stringify({ status: 'ok' });
-
-/**
- * Unauthenticated probes for load balancers and orchestrators. `GET /healthz`: the process is up
- * (never touches the store). `GET /readyz`: the store answers a query, else 503 with an `Error` body
- * from the error middleware, within the store's own time bound (`DATABASE_TIMEOUT_MS`).
- */
-function healthMiddleware(store: PlantStore): Middleware {
-  return async (ctx, next) => {
-    if (ctx.path !== '/healthz' && ctx.path !== '/readyz') return next();
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: GET, HEAD.`);
-    }
-    if (ctx.path === '/readyz') await storeCall(() => store.ping());
-    ctx.type = 'application/json';
-    ctx.body = OK;
-  };
 }

@@ -1,8 +1,12 @@
+import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
+
+/** Standard Webhooks: secrets SHOULD be 24 to 64 random bytes. */
+const WEBHOOK_SECRET_BYTES = { min: 24, max: 64 };
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -29,6 +33,34 @@ const EnvSchema = z.object({
     }),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   NODE_ENV: z.string().default('development'),
+  WEBHOOK_URLS: z
+    .string()
+    .optional()
+    .transform((value) => [
+      ...new Set(
+        value
+          ?.split(',')
+          .map((url) => url.trim())
+          .filter((url) => url.length > 0),
+      ),
+    ])
+    .refine((urls) => urls.every(isHttpUrl), {
+      message: 'must be comma-separated http:// or https:// URLs',
+    }),
+  WEBHOOK_SECRET: z
+    .string()
+    .optional()
+    .refine((secret) => secret === undefined || isWebhookSecret(secret), {
+      // Never echo the value: it is a secret.
+      message: `must be whsec_ followed by ${WEBHOOK_SECRET_BYTES.min} to ${WEBHOOK_SECRET_BYTES.max} bytes in base64`,
+    }),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(15),
+  WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(1_000),
+  WEBHOOK_BACKOFF_MAX_MS: z.coerce.number().int().min(1).max(86_400_000).default(3_600_000),
+  WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
+  WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(3_600_000).default(60_000),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(8),
 });
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -44,10 +76,33 @@ export type StoreConfig =
       timeoutMs: number;
     };
 
+/** Delivery of the new-plant webhook (webhooks/worker.ts); set when `WEBHOOK_URLS` lists a subscriber. */
+export type WebhookConfig = {
+  /** Subscribers: each create enqueues one delivery per URL. */
+  urls: string[];
+  /** The `whsec_…` signing secret: never log it. */
+  secret: string;
+  /** Bound on one attempt: connecting, sending and the answer's status line. */
+  timeoutMs: number;
+  /** Attempts before a delivery is kept as failed. */
+  maxAttempts: number;
+  /** The wait after attempt n is random in [0, min(backoffMaxMs, backoffBaseMs · 2^(n−1))] (full jitter). */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How often an idle worker looks for due deliveries. */
+  pollIntervalMs: number;
+  /** How long a claimed delivery stays invisible to other workers; longer than `timeoutMs`. */
+  leaseMs: number;
+  /** Most attempts one process runs at once. */
+  concurrency: number;
+};
+
 export type Config = {
   port: number;
   host: string;
   store: StoreConfig;
+  /** `undefined` when `WEBHOOK_URLS` is unset: creates enqueue nothing and no worker runs. */
+  webhooks: WebhookConfig | undefined;
   /** Accepted bearer tokens; `undefined` means "generate one on first start" (SQLite only). */
   apiTokens: string[] | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -86,10 +141,60 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     store,
+    webhooks: webhookConfig(e),
     apiTokens: e.API_TOKENS,
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === 'production',
   };
+}
+
+function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig | undefined {
+  if (e.WEBHOOK_URLS.length === 0) return undefined;
+  if (e.WEBHOOK_SECRET === undefined) {
+    throw new ConfigError(
+      'Invalid configuration: WEBHOOK_SECRET is required when WEBHOOK_URLS is set (deliveries are signed)',
+    );
+  }
+  // An attempt still running when its lease ends could be claimed and sent again by another worker.
+  if (e.WEBHOOK_LEASE_MS <= e.WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError('Invalid configuration: WEBHOOK_LEASE_MS must be greater than WEBHOOK_TIMEOUT_MS');
+  }
+  if (e.WEBHOOK_BACKOFF_MAX_MS < e.WEBHOOK_BACKOFF_BASE_MS) {
+    throw new ConfigError(
+      'Invalid configuration: WEBHOOK_BACKOFF_MAX_MS must be at least WEBHOOK_BACKOFF_BASE_MS',
+    );
+  }
+  return {
+    urls: e.WEBHOOK_URLS,
+    secret: e.WEBHOOK_SECRET,
+    timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+    backoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
+    backoffMaxMs: e.WEBHOOK_BACKOFF_MAX_MS,
+    pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+    leaseMs: e.WEBHOOK_LEASE_MS,
+    concurrency: e.WEBHOOK_CONCURRENCY,
+  };
+}
+
+function isHttpUrl(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const { protocol, hostname } = new URL(text);
+  return (protocol === 'http:' || protocol === 'https:') && hostname.length > 0;
+}
+
+/** Accepted by the library that signs (so start-up, not the first delivery, finds a bad secret). */
+function isWebhookSecret(secret: string): boolean {
+  const base64 = secret.slice('whsec_'.length);
+  if (!secret.startsWith('whsec_') || !/^[A-Za-z0-9+/]+={0,2}$/.test(base64)) return false;
+  const bytes = Buffer.from(base64, 'base64').length;
+  if (bytes < WEBHOOK_SECRET_BYTES.min || bytes > WEBHOOK_SECRET_BYTES.max) return false;
+  try {
+    new Webhook(secret);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The driver parses the rest (its forms include `postgres://user@/db?host=/run/postgresql`). */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
+import { JSON_HEADERS, send, TOKEN } from './support/http.ts';
 
 const run = promisify(execFile);
 const BIN = new URL('../node_modules/.bin/', import.meta.url).pathname;
@@ -17,6 +17,7 @@ type Document = {
   info: { version: string; license: { name: string } };
   security: Record<string, string[]>[];
   paths: Record<string, Record<string, Operation>>;
+  webhooks: Record<string, Record<string, Operation & Record<string, unknown>>>;
   components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
 };
 
@@ -89,6 +90,30 @@ describe('GET /openapi.json', () => {
       if (status === '200') continue;
       expect(response.content!['application/json']!.schema).toEqual({ $ref: '#/components/schemas/Error' });
     }
+  });
+
+  it('declares the new-plant webhook: a signed POST of a NewPlant, answered 200, without bearer auth', () => {
+    expect(Object.keys(doc.webhooks)).toStrictEqual(['/plant/webhook']);
+    const post = doc.webhooks['/plant/webhook']!.post!;
+    expect(Object.keys(doc.webhooks['/plant/webhook']!)).toStrictEqual(['post']);
+    expect(post).toMatchObject({
+      summary: 'Information about a new plant added to the store',
+      security: [],
+      requestBody: {
+        description: 'Plant added to the store',
+        required: true,
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+      },
+    });
+    expect(Object.keys(post.responses)).toStrictEqual(['200']);
+    const parameters = post.parameters as { in: string; name: string; required: boolean; schema: object }[];
+    expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual(
+      ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
+        where: 'header',
+        name,
+        required: true,
+      })),
+    );
   });
 
   it('documents exactly the operations served', async () => {

@@ -9,6 +9,10 @@ import { postgresAvailable, postgresTestStore, type TestStoreInstance } from './
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const INSTANCES = 3;
+const MIGRATIONS = [
+  { version: 1, name: 'create plants' },
+  { version: 2, name: 'create webhook deliveries' },
+];
 
 /** Runs `fn` over `items` with at most `limit` running at once. */
 async function inParallel<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -48,9 +52,9 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
       const applied = await Promise.all(
         Array.from({ length: INSTANCES }, () => migratePostgres({ url, timeoutMs: 5_000 })),
       );
-      // One run applied version 1; the others waited on the advisory lock and found nothing to do.
-      expect(applied.flat()).toStrictEqual([1]);
-      expect(await migrationRows(url)).toStrictEqual([{ version: 1, name: 'create plants' }]);
+      // One run applied every version; the others waited on the advisory lock and found nothing to do.
+      expect(applied.flat()).toStrictEqual([1, 2]);
+      expect(await migrationRows(url)).toStrictEqual(MIGRATIONS);
       expect(await store.ids()).toStrictEqual([]);
     } finally {
       await store.teardown();
@@ -71,10 +75,8 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
         expect(line.msg).toBe('migrated');
         return line.applied;
       });
-      expect(applied).toStrictEqual([1]);
-      expect(await migrationRows(store.env.DATABASE_URL!)).toStrictEqual([
-        { version: 1, name: 'create plants' },
-      ]);
+      expect(applied).toStrictEqual([1, 2]);
+      expect(await migrationRows(store.env.DATABASE_URL!)).toStrictEqual(MIGRATIONS);
     } finally {
       await store.teardown();
     }
@@ -139,9 +141,7 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
       });
       // The rows are exactly the acknowledged ids, each with the name of the create that won.
       expect(new Map(rows)).toStrictEqual(new Map([...winners].map(([id, via]) => [id, `via-${via}`])));
-      expect(await migrationRows(store.env.DATABASE_URL!)).toStrictEqual([
-        { version: 1, name: 'create plants' },
-      ]);
+      expect(await migrationRows(store.env.DATABASE_URL!)).toStrictEqual(MIGRATIONS);
     } finally {
       await Promise.all(apis.map((api) => api.stop()));
       for (const api of apis) api.cleanup();

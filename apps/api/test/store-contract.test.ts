@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
@@ -40,7 +41,8 @@ const shuffled = <T>(items: T[]) =>
 describe.each(testStores())('the $name store', (testStore) => {
   let instance: TestStoreInstance;
   let store: PlantStore;
-  const open = () => openStore(loadConfig({ ...instance.env, API_TOKENS: 'contract' }).store);
+  const open = (webhookUrls: readonly string[] = []) =>
+    openStore(loadConfig({ ...instance.env, API_TOKENS: 'contract' }).store, webhookUrls);
 
   beforeEach(async () => {
     instance = await testStore.setup();
@@ -245,6 +247,8 @@ describe.each(testStores())('the $name store', (testStore) => {
         () => store.get(1n),
         () => store.list({ limit: 1 }),
         () => store.ping(),
+        () => store.deliveries.claim({ limit: 1, leaseMs: 1_000 }),
+        () => store.deliveries.listFailed({ limit: 1 }),
       ]) {
         await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError);
       }
@@ -254,6 +258,121 @@ describe.each(testStores())('the $name store', (testStore) => {
         { id: 1n, name: 'Fern' },
         { id: 2n, name: 'Moss' },
       ]);
+    });
+  });
+  describe('webhook outbox', () => {
+    const SUBSCRIBERS = ['http://127.0.0.1:9/a', 'https://hooks.example/b?token=t'] as const;
+    const FERN = '{"id":9223372036854775807,"name":"Fern","tag":"herb"}';
+    const lease = { leaseMs: 60_000 };
+    const sorted = (deliveries: { url: string; payload: string }[]) =>
+      deliveries
+        .map(({ url, payload }) => ({ url, payload }))
+        .sort((a, b) => a.url.localeCompare(b.url) || a.payload.localeCompare(b.payload));
+
+    beforeEach(async () => {
+      await store.close();
+      store = await open(SUBSCRIBERS);
+    });
+
+    it('enqueues one delivery per subscriber with each create, exact payload, and nothing for a duplicate', async () => {
+      expect(await store.create({ id: INT64_MAX, name: 'Fern', tag: 'herb' })).toBe(true);
+      expect(await store.create({ id: INT64_MAX, name: 'Cactus' })).toBe(false);
+      expect(await store.create({ id: -1n, name: 'Moss' })).toBe(true);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 0, failed: 0 });
+
+      const claimed = await store.deliveries.claim({ limit: 10, ...lease });
+      expect(claimed).toHaveLength(4);
+      expect(new Set(claimed.map((delivery) => delivery.id)).size).toBe(4);
+      for (const delivery of claimed) {
+        expect(delivery.id).toMatch(/^msg_[0-9a-f]{32}$/);
+        expect(delivery.attempts).toBe(1);
+        expect(Math.abs(delivery.createdAt.getTime() - Date.now())).toBeLessThan(60_000);
+      }
+      expect(sorted(claimed)).toStrictEqual(
+        sorted([
+          { url: SUBSCRIBERS[0], payload: FERN },
+          { url: SUBSCRIBERS[1], payload: FERN },
+          { url: SUBSCRIBERS[0], payload: '{"id":-1,"name":"Moss"}' },
+          { url: SUBSCRIBERS[1], payload: '{"id":-1,"name":"Moss"}' },
+        ]),
+      );
+    });
+
+    it('enqueues nothing when opened without subscribers, and keeps deliveries across reopening', async () => {
+      expect(await store.create({ id: 1n, name: 'Fern' })).toBe(true);
+      await store.close();
+      store = await open();
+      expect(await store.create({ id: 2n, name: 'Moss' })).toBe(true);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 2, delivered: 0, failed: 0 });
+      const claimed = await store.deliveries.claim({ limit: 10, ...lease });
+      expect(claimed.map((delivery) => delivery.payload)).toStrictEqual([
+        '{"id":1,"name":"Fern"}',
+        '{"id":1,"name":"Fern"}',
+      ]);
+    });
+
+    it('hides a claimed delivery from every claim until its lease ends, then hands it out again', async () => {
+      const other = await open();
+      try {
+        expect(await store.create({ id: 1n, name: 'Fern' })).toBe(true);
+        const [first] = await store.deliveries.claim({ limit: 1, leaseMs: 300 });
+        const [second, ...none] = await other.deliveries.claim({ limit: 10, ...lease });
+        expect(none).toStrictEqual([]);
+        expect(second!.id).not.toBe(first!.id);
+        expect(await store.deliveries.claim({ limit: 10, ...lease })).toStrictEqual([]);
+        await sleep(400);
+        // The first lease ran out (its worker died, say): claimable again, the attempt counted.
+        const again = await other.deliveries.claim({ limit: 10, ...lease });
+        expect(again).toStrictEqual([{ ...first!, attempts: 2 }]);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('records outcomes: delivered is final, retry waits its delay, failed is listed with its last error', async () => {
+      expect(await store.create({ id: 3n, name: 'Ivy' })).toBe(true);
+      const [a, b] = await store.deliveries.claim({ limit: 10, ...lease });
+      await store.deliveries.markDelivered(a!.id);
+      await store.deliveries.retry(b!.id, { delayMs: 300, error: 'HTTP 500' });
+      expect(await store.deliveries.claim({ limit: 10, ...lease })).toStrictEqual([]);
+      await sleep(400);
+      const [retried, ...rest] = await store.deliveries.claim({ limit: 10, ...lease });
+      expect(rest).toStrictEqual([]);
+      expect(retried).toStrictEqual({ ...b!, attempts: 2 });
+      await store.deliveries.markFailed(b!.id, 'no answer within 1000 ms');
+
+      const failed = await store.deliveries.listFailed({ limit: 10 });
+      expect(failed).toStrictEqual([
+        { ...b!, attempts: 2, lastError: 'no answer within 1000 ms', failedAt: expect.any(Date) },
+      ]);
+      // Late outcomes (from a worker whose lease ran out) change nothing once settled.
+      await store.deliveries.retry(a!.id, { delayMs: 0, error: 'late' });
+      await store.deliveries.markDelivered(b!.id);
+      expect(await store.deliveries.claim({ limit: 10, ...lease })).toStrictEqual([]);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 0, delivered: 1, failed: 1 });
+      expect(await store.deliveries.listFailed({ limit: 10 })).toStrictEqual(failed);
+    });
+
+    it('never hands one delivery to two claims at once, across two handles', async () => {
+      const other = await open();
+      try {
+        await Promise.all(
+          Array.from({ length: 30 }, (_, i) => store.create({ id: BigInt(i), name: 'Fern' })),
+        );
+        const seen: string[] = [];
+        for (let round = 0; round < 50; round++) {
+          const batches = await Promise.all(
+            [store, other, store, other].map((handle) => handle.deliveries.claim({ limit: 4, ...lease })),
+          );
+          const ids = batches.flat().map((delivery) => delivery.id);
+          if (ids.length === 0) break;
+          seen.push(...ids);
+        }
+        expect(seen).toHaveLength(60);
+        expect(new Set(seen).size).toBe(60);
+      } finally {
+        await other.close();
+      }
     });
   });
 });

@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import type { AuthResult } from '../auth.ts';
+import type { Metrics } from '../metrics.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Outermost middleware: security headers on every answer, an `X-Request-Id` (the client's when it
- * is well formed, else a new one) echoed back, and one access log line per request.
+ * is well formed, else a new one) echoed back, and per request one access log line and the request
+ * metrics. Routes are named by their template (`ctx.state.route`, set by whoever served it), tokens
+ * by their name, never their secret.
  */
-export function observeMiddleware(log: Logger): Middleware {
+export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
   return async (ctx, next) => {
     const started = performance.now();
     const given = ctx.get('x-request-id');
@@ -20,13 +24,22 @@ export function observeMiddleware(log: Logger): Middleware {
     try {
       await next();
     } finally {
+      const seconds = (performance.now() - started) / 1000;
+      const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
+      const route: string = ctx.state.route ?? 'unmatched';
+      const auth = ctx.state.auth as AuthResult | undefined;
+      const token = auth?.ok ? auth.principal.tokenName : '-';
+      metrics.requests.inc({ method: ctx.method, route, status, token });
+      metrics.requestSeconds.observe({ method: ctx.method, route, status }, seconds);
       log.info(
         {
           reqId: requestId,
           method: ctx.method,
+          route,
           path: ctx.path,
-          status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
-          ms: Math.round((performance.now() - started) * 100) / 100,
+          status,
+          ms: Math.round(seconds * 1e5) / 100,
+          token,
         },
         'request',
       );

@@ -1,4 +1,4 @@
-import { ApiErrorSchema } from '@plant-store/schema';
+import { ApiErrorSchema, NewPlantSchema } from '@plant-store/schema';
 import { getPathParameters } from 'trpc-to-openapi';
 import { z } from 'zod';
 import type { AnyOperation } from '../operation.ts';
@@ -34,8 +34,10 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
     tags: [
       { name: 'plants', description: 'Plant records' },
       { name: 'operations', description: 'Probes for load balancers; no token needed' },
+      { name: 'webhooks', description: 'Requests this service sends to the subscribers in WEBHOOK_URLS' },
     ],
     paths,
+    webhooks: WEBHOOKS,
     components: {
       securitySchemes: {
         [SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS' },
@@ -73,6 +75,54 @@ const PROBES: ZodOpenApiPathsObject = {
           description: 'The store is unavailable',
           content: { 'application/json': { schema: ApiErrorSchema } },
         },
+      },
+    },
+  },
+};
+
+/**
+ * The new-plant webhook, delivered by webhooks/worker.ts. Named and worded as in the published
+ * "OpenAPI Plant Store" document; the signature headers are Standard Webhooks'.
+ */
+const WEBHOOKS: ZodOpenApiPathsObject = {
+  '/plant/webhook': {
+    post: {
+      operationId: 'newPlantWebhook',
+      summary: 'Information about a new plant added to the store',
+      description:
+        'POSTed to every URL in WEBHOOK_URLS once a plant is created, signed as the Standard Webhooks ' +
+        'specification describes. Any 2xx answer acknowledges it; anything else (or no answer in time) is ' +
+        'retried with exponential backoff and jitter, with the same `webhook-id`: delivery is at least ' +
+        'once, so de-duplicate by `webhook-id`.',
+      tags: ['webhooks'],
+      security: [],
+      requestParams: {
+        header: z.object({
+          'webhook-id': z.string().meta({
+            description: 'Identifies this delivery; the same on every attempt',
+            example: 'msg_4f9a2b7c1d3e4f5a6b7c8d9e0f1a2b3c',
+          }),
+          'webhook-timestamp': z
+            .string()
+            .regex(/^[0-9]+$/)
+            .meta({
+              description: 'When this attempt was signed, in seconds since the Unix epoch',
+              example: '1767225600',
+            }),
+          'webhook-signature': z.string().meta({
+            description:
+              '`v1,` then the base64 HMAC-SHA256, keyed with the base64-decoded part of WEBHOOK_SECRET after `whsec_`, of `<webhook-id>.<webhook-timestamp>.<body>`',
+            example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+          }),
+        }),
+      },
+      requestBody: {
+        description: 'Plant added to the store',
+        required: true,
+        content: { 'application/json': { schema: NewPlantSchema } },
+      },
+      responses: {
+        200: { description: 'Return a 200 status to indicate that the data was received successfully' },
       },
     },
   },

@@ -53,6 +53,7 @@ export function restAdapter(routes: RestRoute[], deps: { store: PlantStore }): M
     for (const candidate of routes) {
       const found = candidate.pattern.exec(ctx.path);
       if (found === null) continue;
+      ctx.state.route = candidate.path;
       allowed.push(candidate.method);
       if (candidate.method === ctx.method) {
         route = candidate;

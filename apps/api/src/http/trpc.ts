@@ -30,6 +30,10 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
   return async (ctx, next) => {
     if (!ctx.path.startsWith(PREFIX)) return next();
     const paths = safeDecode(ctx.path.slice(PREFIX.length))?.split(',') ?? [];
+    // Metrics and logs name known procedures only, so a client cannot grow the label set.
+    ctx.state.route = paths.every((path) => path in procedures)
+      ? `/trpc/${[...new Set(paths)].sort().join(',')}`
+      : '/trpc';
     const batch = ctx.querystring === 'batch=1';
     const direct =
       paths.length > 0 &&

@@ -4,9 +4,17 @@ import { migratePostgres, openPostgresStore } from './postgres.ts';
 import { openSqliteStore } from './sqlite.ts';
 import type { PlantStore } from './store.ts';
 
-/** Opens the store `DATABASE_URL` names, migrated to the newest schema. Nothing above it knows which. */
-export async function openStore(config: StoreConfig): Promise<PlantStore> {
-  return config.kind === 'sqlite' ? openSqliteStore(config.path) : openPostgresStore(config);
+/**
+ * Opens the store `DATABASE_URL` names, migrated to the newest schema. Nothing above it knows which.
+ * Each create enqueues one webhook delivery per URL of `webhookUrls` (`WEBHOOK_URLS`).
+ */
+export async function openStore(
+  config: StoreConfig,
+  webhookUrls: readonly string[] = [],
+): Promise<PlantStore> {
+  return config.kind === 'sqlite'
+    ? openSqliteStore(config.path, webhookUrls)
+    : openPostgresStore({ ...config, webhookUrls });
 }
 
 /**

@@ -10,4 +10,26 @@ export const postgresMigrations = [
     // BIGINT is int8: the full signed 64-bit range of PlantId. The primary key is the only index.
     sql: 'CREATE TABLE plants (id BIGINT PRIMARY KEY, name TEXT NOT NULL, tag TEXT)',
   },
+  {
+    version: 2,
+    name: 'create webhook deliveries',
+    // The webhook outbox (see DeliveryOutbox in store.ts). `id` is the `webhook-id`; `payload` is
+    // TEXT, not JSONB, so every attempt sends (and signs) the same bytes. While an attempt runs,
+    // `next_attempt_at` is its lease's end: a claim pushes it forward, so one due-index serves both.
+    sql: `
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        last_error TEXT,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (created_at) WHERE status = 'failed';
+    `,
+  },
 ];

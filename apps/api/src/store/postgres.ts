@@ -1,7 +1,15 @@
 import type { NewPlant } from '@plant-store/schema';
 import pg from 'pg';
+import { newPlantPayload, newWebhookId } from '../webhooks/event.ts';
 import { postgresMigrations } from './postgres-migrations.ts';
-import { type PlantStore, type StoredPlant, StoreUnavailableError } from './store.ts';
+import {
+  type Delivery,
+  type DeliveryOutbox,
+  type FailedDelivery,
+  type PlantStore,
+  type StoredPlant,
+  StoreUnavailableError,
+} from './store.ts';
 
 export type PostgresStoreOptions = {
   /** A `postgres://` or `postgresql://` connection URL. */
@@ -13,9 +21,41 @@ export type PostgresStoreOptions = {
    * statement together. Past it the call fails with `StoreUnavailableError`.
    */
   timeoutMs: number;
+  /** Webhook subscribers: each create enqueues one delivery per URL, in the plant's transaction. */
+  webhookUrls?: readonly string[];
 };
 
 type Row = { id: bigint; name: string; tag: string | null };
+type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
+type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
+
+/**
+ * One statement, so one transaction: the plant and its deliveries commit together, and a duplicate
+ * id (no row from `created`) enqueues nothing. `$5`/`$6` are the deliveries' ids and URLs, paired.
+ */
+const CREATE_WITH_DELIVERIES = `
+  WITH created AS (
+    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id
+  )
+  INSERT INTO webhook_deliveries (id, url, payload)
+  SELECT delivery.id, delivery.url, $4 FROM created, unnest($5::text[], $6::text[]) AS delivery (id, url)`;
+
+/**
+ * SKIP LOCKED passes over rows another claim is taking right now; pushing `next_attempt_at` to the
+ * lease's end hides them from later claims until then. Times come from the server's clock, which
+ * every instance shares.
+ */
+const CLAIM = `
+  UPDATE webhook_deliveries
+  SET attempts = attempts + 1, next_attempt_at = now() + $2::bigint * interval '1 millisecond', updated_at = now()
+  WHERE id IN (
+    SELECT id FROM webhook_deliveries
+    WHERE status = 'pending' AND next_attempt_at <= now()
+    ORDER BY next_attempt_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+  )
+  RETURNING id, url, payload, attempts, created_at`;
 
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
@@ -45,13 +85,14 @@ const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
 /**
  * The shared store for several api instances: PostgreSQL through a `pg` pool. Every create is one
- * autocommit `INSERT … ON CONFLICT (id) DO NOTHING`, answered after the server reports the COMMIT
+ * autocommit `INSERT … ON CONFLICT (id) DO NOTHING` (with webhook subscribers, one statement that also
+ * inserts the plant's deliveries), answered after the server reports the COMMIT
  * (durable with the server's default `synchronous_commit = on`); concurrent creates of one id, from
  * any number of instances, are decided by the primary key: exactly one inserts. Migrations run first.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
-  const { url, poolSize, timeoutMs } = options;
+  const { url, poolSize, timeoutMs, webhookUrls = [] } = options;
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -115,9 +156,75 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     return running;
   }
 
+  const deliveries: DeliveryOutbox = {
+    claim: ({ limit, leaseMs }) =>
+      call(async () => {
+        const { rows } = await query<DeliveryRow>('deliveries-claim', CLAIM, [limit, leaseMs]);
+        return rows.map(toDelivery);
+      }),
+    markDelivered: (id) =>
+      call(async () => {
+        await query(
+          'deliveries-delivered',
+          "UPDATE webhook_deliveries SET status = 'delivered', updated_at = now() WHERE id = $1 AND status = 'pending'",
+          [id],
+        );
+      }),
+    retry: (id, { delayMs, error }) =>
+      call(async () => {
+        await query(
+          'deliveries-retry',
+          `UPDATE webhook_deliveries
+           SET next_attempt_at = now() + $2::bigint * interval '1 millisecond', last_error = $3, updated_at = now()
+           WHERE id = $1 AND status = 'pending'`,
+          [id, delayMs, error],
+        );
+      }),
+    markFailed: (id, error) =>
+      call(async () => {
+        await query(
+          'deliveries-failed',
+          "UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now() WHERE id = $1 AND status = 'pending'",
+          [id, error],
+        );
+      }),
+    listFailed: ({ limit }) =>
+      call(async () => {
+        const { rows } = await query<FailedRow>(
+          'deliveries-list-failed',
+          `SELECT id, url, payload, attempts, created_at, last_error, updated_at FROM webhook_deliveries
+           WHERE status = 'failed' ORDER BY created_at, id LIMIT $1`,
+          [limit],
+        );
+        return rows.map(toFailedDelivery);
+      }),
+    counts: () =>
+      call(async () => {
+        const { rows } = await query<{ status: 'pending' | 'delivered' | 'failed'; n: bigint }>(
+          'deliveries-counts',
+          'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
+          [],
+        );
+        const counts = { pending: 0, delivered: 0, failed: 0 };
+        for (const row of rows) counts[row.status] = Number(row.n);
+        return counts;
+      }),
+  };
+
   return {
     create: (plant: NewPlant) =>
       call(async () => {
+        if (webhookUrls.length > 0) {
+          const { rowCount } = await query('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
+            plant.id.toString(),
+            plant.name,
+            plant.tag ?? null,
+            newPlantPayload(plant),
+            webhookUrls.map(newWebhookId),
+            webhookUrls,
+          ]);
+          return rowCount === webhookUrls.length;
+        }
         const { rowCount } = await query(
           'plants-insert',
           'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
@@ -157,6 +264,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       call(async () => {
         await query('plants-ping', 'SELECT 1', []);
       }),
+    deliveries,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.
@@ -237,6 +345,20 @@ function toStoreError(cause: unknown): Error {
   }
   // Not a server answer: a refused or reset socket, a timeout, a pool that was ended.
   return new StoreUnavailableError('PostgreSQL is unavailable', { cause });
+}
+
+function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    url: row.url,
+    payload: row.payload,
+    attempts: row.attempts,
+    createdAt: row.created_at,
+  };
+}
+
+function toFailedDelivery(row: FailedRow): FailedDelivery {
+  return { ...toDelivery(row), lastError: row.last_error, failedAt: row.updated_at };
 }
 
 function toPlant(row: Row): StoredPlant {

@@ -3,23 +3,49 @@ import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { NewPlant } from '@plant-store/schema';
 import Database from 'better-sqlite3';
+import { newPlantPayload, newWebhookId } from '../webhooks/event.ts';
 import { sqliteMigrations } from './sqlite-migrations.ts';
-import { type PlantStore, type StoredPlant, StoreUnavailableError } from './store.ts';
+import {
+  type Delivery,
+  type DeliveryOutbox,
+  type FailedDelivery,
+  type PlantStore,
+  type StoredPlant,
+  StoreUnavailableError,
+} from './store.ts';
 
-/** A write for the writer thread (sqlite-writer.mjs). */
-type Write = { create: NewPlant } | { delete: bigint };
-type PendingWrite = { write: Write; resolve: (changed: boolean) => void; reject: (err: Error) => void };
+/** A write for the writer thread (sqlite-writer.mjs), which documents each one's result. */
+type Write =
+  | { create: NewPlant; deliveries?: { ids: string[]; payload: string } }
+  | { delete: bigint }
+  | { claim: { limit: number; leaseMs: number } }
+  | { delivered: string }
+  | { retry: { id: string; delayMs: number; error: string } }
+  | { failed: { id: string; error: string } };
+type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
 type Row = { id: bigint; name: string; tag: string | null };
-type WriterAnswer = { changed: boolean[] } | { failed: string };
+/** Rows as the writer answers them (plain numbers: it does not use safe integers). */
+type ClaimedRow = { id: string; url: string; payload: string; attempts: number; created_at: number };
+type FailedRow = {
+  id: string;
+  url: string;
+  payload: string;
+  attempts: bigint;
+  created_at: bigint;
+  last_error: string;
+  updated_at: bigint;
+};
+type WriterAnswer = { results: unknown[] } | { error: string };
 
 /**
  * The embedded store: an SQLite file in WAL mode. Writes are group-committed by a writer thread
  * (sqlite-writer.mjs): the writes of one event-loop turn are posted as a batch, and the writer
  * commits all batches that queued up while its last COMMIT was being fsync'd in one transaction.
  * Each write is answered only after its batch's COMMIT was fsync'd; a duplicate id fails only its
- * own create. Reads use a separate connection on this thread.
+ * own create. Reads use a separate connection on this thread. With `webhookUrls`, each create also
+ * enqueues one webhook delivery per URL in the same transaction.
  */
-export function openSqliteStore(path: string): PlantStore {
+export function openSqliteStore(path: string, webhookUrls: readonly string[] = []): PlantStore {
   mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
@@ -32,8 +58,17 @@ export function openSqliteStore(path: string): PlantStore {
   const selectAfter = db.prepare<[bigint, number], Row>(
     'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
   );
+  const selectFailed = db.prepare<[number], FailedRow>(
+    `SELECT id, url, payload, attempts, created_at, last_error, updated_at FROM webhook_deliveries
+     WHERE status = 'failed' ORDER BY created_at, id LIMIT ?`,
+  );
+  const countByStatus = db.prepare<[], { status: 'pending' | 'delivered' | 'failed'; n: bigint }>(
+    'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
+  );
 
-  const writer = new Worker(new URL('./sqlite-writer.mjs', import.meta.url), { workerData: { path } });
+  const writer = new Worker(new URL('./sqlite-writer.mjs', import.meta.url), {
+    workerData: { path, webhookUrls: [...webhookUrls] },
+  });
   let queued: PendingWrite[] = [];
   // Batches posted to the writer, oldest first; it answers them in order.
   const inFlight: PendingWrite[][] = [];
@@ -52,10 +87,10 @@ export function openSqliteStore(path: string): PlantStore {
 
   writer.on('message', (answer: WriterAnswer) => {
     const batch = inFlight.shift() ?? [];
-    if ('changed' in answer) {
-      for (const [i, item] of batch.entries()) item.resolve(answer.changed[i]!);
+    if ('results' in answer) {
+      for (const [i, item] of batch.entries()) item.resolve(answer.results[i]);
     } else {
-      const error = new StoreUnavailableError(`the batch could not be committed (${answer.failed})`);
+      const error = new StoreUnavailableError(`the batch could not be committed (${answer.error})`);
       for (const item of batch) item.reject(error);
     }
     if (inFlight.length === 0 && drained) drained();
@@ -80,10 +115,10 @@ export function openSqliteStore(path: string): PlantStore {
     }
   }
 
-  function write(change: Write): Promise<boolean> {
+  function write<T>(change: Write): Promise<T> {
     if (failure || closing) return Promise.reject(failure ?? new StoreUnavailableError('store is closed'));
-    return new Promise((resolve, reject) => {
-      queued.push({ write: change, resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      queued.push({ write: change, resolve: resolve as (result: unknown) => void, reject });
       if (!scheduled) {
         scheduled = true;
         setImmediate(dispatch);
@@ -91,8 +126,30 @@ export function openSqliteStore(path: string): PlantStore {
     });
   }
 
+  const deliveries: DeliveryOutbox = {
+    claim: async (options) => (await write<ClaimedRow[]>({ claim: options })).map(toDelivery),
+    markDelivered: (id) => write({ delivered: id }),
+    retry: (id, { delayMs, error }) => write({ retry: { id, delayMs, error } }),
+    markFailed: (id, error) => write({ failed: { id, error } }),
+    listFailed: ({ limit }) => read(() => selectFailed.all(limit).map(toFailedDelivery)),
+    counts: () =>
+      read(() => {
+        const counts = { pending: 0, delivered: 0, failed: 0 };
+        for (const row of countByStatus.all()) counts[row.status] = Number(row.n);
+        return counts;
+      }),
+  };
+
   return {
-    create: (plant) => write({ create: plant }),
+    create: (plant) =>
+      write(
+        webhookUrls.length === 0
+          ? { create: plant }
+          : {
+              create: plant,
+              deliveries: { ids: webhookUrls.map(newWebhookId), payload: newPlantPayload(plant) },
+            },
+      ),
     delete: (id) => write({ delete: id }),
     get: (id) => read(() => toPlant(selectOne.get(id))),
     list: ({ limit, after }) =>
@@ -102,6 +159,7 @@ export function openSqliteStore(path: string): PlantStore {
         ),
       ),
     ping: () => read(() => undefined),
+    deliveries,
     close() {
       closing ??= (async () => {
         if (!failure && (inFlight.length > 0 || queued.length > 0)) {
@@ -118,6 +176,28 @@ export function openSqliteStore(path: string): PlantStore {
       })();
       return closing;
     },
+  };
+}
+
+function toDelivery(row: ClaimedRow): Delivery {
+  return {
+    id: row.id,
+    url: row.url,
+    payload: row.payload,
+    attempts: row.attempts,
+    createdAt: new Date(row.created_at),
+  };
+}
+
+function toFailedDelivery(row: FailedRow): FailedDelivery {
+  return {
+    id: row.id,
+    url: row.url,
+    payload: row.payload,
+    attempts: Number(row.attempts),
+    createdAt: new Date(Number(row.created_at)),
+    lastError: row.last_error,
+    failedAt: new Date(Number(row.updated_at)),
   };
 }
 

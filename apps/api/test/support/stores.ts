@@ -11,8 +11,15 @@ export type TestStoreInstance = {
   env: Record<string, string>;
   /** Every stored id, ascending, read straight from the database (not through the api). */
   ids(): Promise<bigint[]>;
+  /** Every webhook delivery, read straight from the database, oldest first. */
+  deliveries(): Promise<StoredDelivery[]>;
   teardown(): Promise<void>;
 };
+
+export type StoredDelivery = { id: string; url: string; status: string; attempts: number; payload: string };
+
+const DELIVERIES =
+  'SELECT id, url, status, attempts, payload FROM webhook_deliveries ORDER BY created_at, id';
 
 /**
  * The stores every HTTP contract test runs against. SQLite always; PostgreSQL is added by the
@@ -38,6 +45,14 @@ export const sqliteTestStore: TestStore = {
             .prepare<[], { id: bigint }>('SELECT id FROM plants ORDER BY id')
             .all()
             .map((row) => row.id);
+        } finally {
+          db.close();
+        }
+      },
+      async deliveries() {
+        const db = new Database(file, { readonly: true });
+        try {
+          return db.prepare<[], StoredDelivery>(DELIVERIES).all();
         } finally {
           db.close();
         }
@@ -90,6 +105,15 @@ export const postgresTestStore: TestStore = {
             'SELECT id::text AS id FROM plants ORDER BY plants.id',
           );
           return rows.map((row) => BigInt(row.id));
+        } finally {
+          await client.end();
+        }
+      },
+      async deliveries() {
+        const client = new pg.Client({ connectionString: url.href });
+        await client.connect();
+        try {
+          return (await client.query<StoredDelivery>(DELIVERIES)).rows;
         } finally {
           await client.end();
         }

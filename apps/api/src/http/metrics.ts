@@ -1,0 +1,18 @@
+import type { Middleware } from 'koa';
+import type { Metrics } from '../metrics.ts';
+import { authorize } from '../operation.ts';
+
+/** `GET /metrics` in Prometheus text format, for a token with the `read` scope (scrapers send it as a bearer token). */
+export function metricsMiddleware(metrics: Metrics): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== '/metrics') return next();
+    ctx.state.route = ctx.path;
+    if (ctx.method !== 'GET') {
+      ctx.set('Allow', 'GET');
+      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: GET.`);
+    }
+    authorize(ctx.state.auth, 'read');
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  };
+}

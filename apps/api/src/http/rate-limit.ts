@@ -1,0 +1,61 @@
+import type { Middleware } from 'koa';
+import type { Redis } from 'ioredis';
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from 'rate-limiter-flexible';
+import type { AuthResult } from '../auth.ts';
+
+export type RateLimit = { points: number; windowSeconds: number };
+
+/**
+ * Counters in Redis when a client is given, so the limit holds across instances; in memory
+ * otherwise. If Redis fails, the in-memory limiter stands in (per instance) until it is back.
+ */
+export function createRateLimiter({ points, windowSeconds }: RateLimit, redis?: Redis): RateLimiterAbstract {
+  const memory = new RateLimiterMemory({ points, duration: windowSeconds });
+  if (redis === undefined) return memory;
+  return new RateLimiterRedis({
+    storeClient: redis,
+    points,
+    duration: windowSeconds,
+    keyPrefix: 'plant-store:rate',
+    insuranceLimiter: memory,
+  });
+}
+
+/**
+ * Limits requests per token (per client address before a valid token): past the limit, 429 with an
+ * `Error` body and `Retry-After`. Every limited answer carries the IETF RateLimit headers
+ * (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy: "default";q=<points>;w=<seconds>` and
+ * `RateLimit: "default";r=<remaining>;t=<seconds until the window resets>`.
+ */
+export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLimit): Middleware {
+  const policy = `"default";q=${limit.points};w=${limit.windowSeconds}`;
+  return async (ctx, next) => {
+    const auth = ctx.state.auth as AuthResult;
+    const key = auth.ok ? `token:${auth.principal.tokenName}` : `ip:${ctx.ip}`;
+    let state: RateLimiterRes;
+    let limited = false;
+    try {
+      state = await limiter.consume(key);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      state = rejection;
+      limited = true;
+    }
+    const resetSeconds = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
+    ctx.set('RateLimit-Policy', policy);
+    ctx.set('RateLimit', `"default";r=${Math.max(0, state.remainingPoints)};t=${resetSeconds}`);
+    if (limited) {
+      ctx.set('Retry-After', String(resetSeconds));
+      ctx.throw(
+        429,
+        `Too many requests: the limit is ${limit.points} per ${limit.windowSeconds} s; retry in ${resetSeconds} s.`,
+      );
+    }
+    await next();
+  };
+}

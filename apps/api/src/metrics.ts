@@ -1,0 +1,77 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The process's Prometheus metrics (prom-client), served at /metrics. */
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * Request counts and latency by route template (never the raw path: ids would explode the label
+ * set), status and token name; store call latency by operation; webhook outbox depth and failures;
+ * and prom-client's default process metrics (CPU, memory, event-loop lag, GC).
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    requests: new Counter({
+      name: 'plant_store_http_requests_total',
+      help: 'HTTP requests answered, by method, route template, status and token name',
+      labelNames: ['method', 'route', 'status', 'token'] as const,
+      registers: [registry],
+    }),
+    requestSeconds: new Histogram({
+      name: 'plant_store_http_request_duration_seconds',
+      help: 'Time from request to answer, by method, route template and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    storeSeconds: new Histogram({
+      name: 'plant_store_store_operation_duration_seconds',
+      help: 'Time of store calls (a create includes its durable commit), by operation and outcome',
+      labelNames: ['operation', 'outcome'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers: [registry],
+    }),
+    webhookOutbox: new Gauge({
+      name: 'plant_store_webhook_outbox_depth',
+      help: 'Webhook deliveries waiting (pending), by status',
+      labelNames: ['status'] as const,
+      registers: [registry],
+    }),
+    webhookFailures: new Counter({
+      name: 'plant_store_webhook_deliveries_failed_total',
+      help: 'Webhook deliveries given up after their last attempt',
+      registers: [registry],
+    }),
+    webhookAttempts: new Counter({
+      name: 'plant_store_webhook_attempts_total',
+      help: 'Webhook delivery attempts, by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+/** Times every method of a store (or any object of async functions) into `storeSeconds`. */
+export function instrumentStore<T extends object>(store: T, metrics: Metrics): T {
+  const timed: Record<string, unknown> = {};
+  for (const [name, member] of Object.entries(store)) {
+    if (typeof member !== 'function') {
+      timed[name] = member;
+      continue;
+    }
+    timed[name] = async (...args: unknown[]) => {
+      const stop = metrics.storeSeconds.startTimer({ operation: name });
+      try {
+        const result = await member.apply(store, args);
+        stop({ outcome: 'ok' });
+        return result;
+      } catch (error) {
+        stop({ outcome: 'error' });
+        throw error;
+      }
+    };
+  }
+  return timed as T;
+}

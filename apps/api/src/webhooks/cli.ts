@@ -1,0 +1,27 @@
+import { parseJson, stringifyJson } from '@plant-store/schema';
+import type { DeliveryOutbox } from '../store/store.ts';
+import { redactUrl } from './send.ts';
+
+/**
+ * `main.js webhooks failed [--limit N]`: the deliveries that used up their attempts, oldest first,
+ * one JSON object a line (`payload` is the body that was sent, ids exact), then a summary line.
+ */
+export async function listFailedDeliveries(
+  outbox: DeliveryOutbox,
+  { limit }: { limit: number },
+): Promise<{ lines: string[]; summary: string }> {
+  const [failed, counts] = await Promise.all([outbox.listFailed({ limit }), outbox.counts()]);
+  const lines = failed.map((delivery) =>
+    stringifyJson({
+      webhookId: delivery.id,
+      url: redactUrl(delivery.url),
+      attempts: delivery.attempts,
+      lastError: delivery.lastError,
+      createdAt: delivery.createdAt.toISOString(),
+      failedAt: delivery.failedAt.toISOString(),
+      payload: parseJson(delivery.payload),
+    }),
+  );
+  const summary = `${failed.length} of ${counts.failed} failed deliveries listed (${counts.pending} pending, ${counts.delivered} delivered)`;
+  return { lines, summary };
+}
