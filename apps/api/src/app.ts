@@ -4,6 +4,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { type AuthResult, createTokenVerifier, type Scope } from './auth.ts';
 import { authMiddleware } from './http/auth.ts';
 import { corsMiddleware } from './http/cors.ts';
+import { docsMiddleware } from './http/docs.ts';
 import { errorMiddleware } from './http/errors.ts';
 import { healthMiddleware } from './http/health.ts';
 import { metricsMiddleware } from './http/metrics.ts';
@@ -57,6 +58,7 @@ export function createApp(options: AppOptions): Koa {
     ctx.type = 'application/json';
     ctx.body = documentJson;
   });
+  app.use(docsMiddleware());
   app.use(healthMiddleware(store));
   app.use(metricsMiddleware(metrics));
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));

@@ -72,11 +72,14 @@ describe.each(testStores())('reading plants on $name', (testStore) => {
       expect(answer.text).toBe(`[{"id":${2n ** 53n + 1n},"name":"P${2n ** 53n + 1n}"}]`);
     });
 
-    it.each(['0', '-1', '1001', 'abc', '1.5', '', '2147483648'])('answers 400 for limit=%s', async (limit) => {
-      const answer = await send(`${api.url}/plants?limit=${limit}`, { headers: AUTH });
-      expect(answer.status).toBe(400);
-      expect(answer.text).toBe(errorBody(400, LIMIT_MESSAGE));
-    });
+    it.each(['0', '-1', '1001', 'abc', '1.5', '', '2147483648'])(
+      'answers 400 for limit=%s',
+      async (limit) => {
+        const answer = await send(`${api.url}/plants?limit=${limit}`, { headers: AUTH });
+        expect(answer.status).toBe(400);
+        expect(answer.text).toBe(errorBody(400, LIMIT_MESSAGE));
+      },
+    );
 
     it('answers 400 for a repeated limit and for an after that is not an int64', async () => {
       expect((await send(`${api.url}/plants?limit=1&limit=2`, { headers: AUTH })).text).toBe(

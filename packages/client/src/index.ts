@@ -5,7 +5,13 @@
  * @module
  */
 
-export type { ApiError, NewPlant, Plant } from '@plant-store/schema';
+export type { ApiError, ListPlantsQuery, NewPlant, Plant, PlantId, PlantWithId } from '@plant-store/schema';
 export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
-export { type CallOptions, createRestClient, type RestClient, type RestClientOptions } from './rest.ts';
+export {
+  type CallOptions,
+  createRestClient,
+  type PlantPage,
+  type RestClient,
+  type RestClientOptions,
+} from './rest.ts';
 export { createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';

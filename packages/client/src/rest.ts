@@ -1,11 +1,16 @@
 import {
   ApiErrorSchema,
+  type ListPlantsQuery,
   type NewPlant,
   type Plant,
+  type PlantId,
   PlantSchema,
+  type PlantWithId,
+  PlantWithIdSchema,
   parseJson,
   stringifyJson,
 } from '@plant-store/schema';
+import { z } from 'zod';
 import { failureReason, PlantStoreError } from './errors.ts';
 
 export { PlantStoreError };
@@ -26,10 +31,30 @@ export type CallOptions = {
   signal?: AbortSignal;
 };
 
+/** One page of {@link RestClient.listPlants}. */
+export type PlantPage = {
+  /** The plants of this page, in ascending id order. */
+  plants: PlantWithId[];
+  /**
+   * The `after` of the next page (the server's `Link: <…>; rel="next"`), or `undefined` when this
+   * page is the last one.
+   */
+  next: PlantId | undefined;
+};
+
 /** The Plant Store over its REST API. Every method throws only {@link PlantStoreError}. */
 export type RestClient = {
   /** `POST /plants`: creates a plant and resolves to it as the server answered (`Plant`, no id). */
   createPlant(plant: NewPlant, options?: CallOptions): Promise<Plant>;
+  /**
+   * `GET /plants`: one page of at most `limit` plants (server default 100, at most 1000) with ids
+   * greater than `after`. Pass the page's `next` as `after` to read the following page.
+   */
+  listPlants(query?: ListPlantsQuery, options?: CallOptions): Promise<PlantPage>;
+  /** `GET /plants/{id}`: the plant with this id; a 404 `PlantStoreError` when there is none. */
+  getPlant(id: PlantId, options?: CallOptions): Promise<PlantWithId>;
+  /** `DELETE /plants/{id}`: deletes the plant; a 404 `PlantStoreError` when there is none. */
+  deletePlant(id: PlantId, options?: CallOptions): Promise<void>;
 };
 
 /** What validates an answer: a zod schema fits. */
@@ -37,7 +62,18 @@ type AnswerSchema<T> = {
   safeParse(input: unknown): { success: true; data: T } | { success: false; error: unknown };
 };
 
-type Call<T> = { method: string; path: string; body?: unknown; answer: AnswerSchema<T> };
+type Call<T> = {
+  method: string;
+  path: string;
+  query?: Record<string, string>;
+  body?: unknown;
+  /** `undefined`: a success has no body (204). */
+  answer: AnswerSchema<T> | undefined;
+};
+
+type Answer<T> = { data: T; headers: Headers; url: string };
+
+const PlantListSchema = z.array(PlantWithIdSchema);
 
 /**
  * A client of the REST API needing only `fetch` and `@plant-store/schema`. Bodies go out and come
@@ -46,16 +82,48 @@ type Call<T> = { method: string; path: string; body?: unknown; answer: AnswerSch
 export function createRestClient(options: RestClientOptions): RestClient {
   const send = createSender(options);
   return {
-    createPlant: (plant, call) =>
-      send({ method: 'POST', path: '/plants', body: plant, answer: PlantSchema }, call),
+    async createPlant(plant, call) {
+      return (await send({ method: 'POST', path: '/plants', body: plant, answer: PlantSchema }, call)).data;
+    },
+    async listPlants({ limit, after } = {}, call) {
+      const query: Record<string, string> = {};
+      if (limit !== undefined) query.limit = String(limit);
+      if (after !== undefined) query.after = String(after);
+      const { data, headers, url } = await send(
+        { method: 'GET', path: '/plants', query, answer: PlantListSchema },
+        call,
+      );
+      return { plants: data, next: nextCursor(headers.get('link'), url) };
+    },
+    async getPlant(id, call) {
+      return (await send({ method: 'GET', path: `/plants/${id}`, answer: PlantWithIdSchema }, call)).data;
+    },
+    async deletePlant(id, call) {
+      await send({ method: 'DELETE', path: `/plants/${id}`, answer: undefined }, call);
+    },
   };
+}
+
+/** The `after` of the `rel="next"` target of a `Link` header (RFC 8288), kept exact as a bigint. */
+function nextCursor(link: string | null, base: string): bigint | undefined {
+  for (const [, target, params] of (link ?? '').matchAll(/<([^>]*)>([^,]*)/g)) {
+    const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;]+))/i.exec(params!);
+    if (!(rel?.[1] ?? rel?.[2] ?? '').toLowerCase().split(/\s+/).includes('next')) continue;
+    const after = new URL(target!, base).searchParams.get('after');
+    if (after !== null && /^-?\d+$/.test(after)) return BigInt(after);
+  }
+  return undefined;
 }
 
 /** Sends one call and turns its answer into `T` or a {@link PlantStoreError}. */
 function createSender({ baseUrl, token, fetch = globalThis.fetch }: RestClientOptions) {
   const root = String(baseUrl).replace(/\/+$/, '');
-  return async <T>({ method, path, body, answer }: Call<T>, call: CallOptions = {}): Promise<T> => {
-    const url = `${root}${path}`;
+  return async <T>(
+    { method, path, query, body, answer }: Call<T>,
+    call: CallOptions = {},
+  ): Promise<Answer<T>> => {
+    const search = new URLSearchParams(query).toString();
+    const url = `${root}${path}${search && `?${search}`}`;
     const fail = (init: { status: number; reason: string; cause?: unknown }) =>
       new PlantStoreError({ method, url, ...init });
 
@@ -91,6 +159,11 @@ function createSender({ baseUrl, token, fetch = globalThis.fetch }: RestClientOp
         reason: response.statusText || 'the answer is not an Error body',
       });
     }
+    if (answer === undefined) {
+      if (text !== '')
+        throw fail({ status: response.status, reason: 'the answer has a body where none was expected' });
+      return { data: undefined as T, headers: response.headers, url };
+    }
     let json: unknown;
     try {
       json = parseJson(text);
@@ -105,7 +178,7 @@ function createSender({ baseUrl, token, fetch = globalThis.fetch }: RestClientOp
         cause: parsed.error,
       });
     }
-    return parsed.data;
+    return { data: parsed.data, headers: response.headers, url };
   };
 }
 

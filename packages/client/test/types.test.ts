@@ -1,5 +1,11 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import { createRestClient, createTrpcClient, type Plant } from '../src/index.ts';
+import {
+  createRestClient,
+  createTrpcClient,
+  type Plant,
+  type PlantPage,
+  type PlantWithId,
+} from '../src/index.ts';
 
 // Type-level only: these clients never send a request. `tsc --noEmit` (the typecheck script) fails
 // if a `@ts-expect-error` line below stops being an error.
@@ -34,6 +40,20 @@ describe('client types', () => {
     const client = createRestClient(options);
     expectTypeOf(client.createPlant).toBeCallableWith({ id: -9223372036854775808n, name: 'Fern' });
     expectTypeOf(client.createPlant).returns.resolves.toEqualTypeOf<Plant>();
+  });
+
+  it('REST: listPlants, getPlant and deletePlant take bigint ids', () => {
+    const client = createRestClient(options);
+    expectTypeOf(client.listPlants).toBeCallableWith();
+    expectTypeOf(client.listPlants).toBeCallableWith({ limit: 10, after: 9007199254740993n });
+    expectTypeOf(client.listPlants).returns.resolves.toEqualTypeOf<PlantPage>();
+    expectTypeOf<PlantPage['next']>().toEqualTypeOf<bigint | undefined>();
+    expectTypeOf(client.getPlant).returns.resolves.toEqualTypeOf<PlantWithId>();
+    expectTypeOf(client.deletePlant).returns.resolves.toEqualTypeOf<void>();
+    // @ts-expect-error a number id would lose digits: ids are bigint
+    expectTypeOf(client.getPlant).toBeCallableWith(1);
+    // @ts-expect-error the cursor is an id: bigint
+    expectTypeOf(client.listPlants).toBeCallableWith({ after: '5' });
   });
 
   it('REST: rejects wrong input types', () => {
