@@ -11,9 +11,18 @@ const pureTrpcToOpenapi = {
   name: 'pure-trpc-to-openapi',
   setup(esbuild) {
     esbuild.onResolve({ filter: /.*/ }, async (args) => {
-      if (args.pluginData === 'pure' || !/(^trpc-to-openapi$|trpc-to-openapi\/dist)/.test(`${args.path} ${args.importer}`)) return;
+      if (
+        args.pluginData === 'pure' ||
+        !/(^trpc-to-openapi$|trpc-to-openapi\/dist)/.test(`${args.path} ${args.importer}`)
+      )
+        return;
       if (args.path !== 'trpc-to-openapi' && !args.path.startsWith('.')) return;
-      const result = await esbuild.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'pure' });
+      const result = await esbuild.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        importer: args.importer,
+        pluginData: 'pure',
+      });
       return { ...result, sideEffects: false };
     });
   },
@@ -30,7 +39,9 @@ await build({
   external: ['better-sqlite3', 'pg-native'],
   plugins: [pureTrpcToOpenapi],
   // Bundled CommonJS dependencies call require(); give the ESM bundle one.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
   metafile: true,
   logLevel: 'warning',
 }).then(({ metafile }) => {
@@ -40,6 +51,10 @@ await build({
     const name = /node_modules\/\.pnpm\/([^/]+)/.exec(file)?.[1] ?? file;
     sizes[name] = (sizes[name] ?? 0) + bytesInOutput;
   }
-  console.table(Object.entries(sizes).sort((a, b) => b[1] - a[1]).slice(0, 20));
+  console.table(
+    Object.entries(sizes)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20),
+  );
 });
 copyFileSync('src/store/sqlite-writer.mjs', 'dist/sqlite-writer.mjs');

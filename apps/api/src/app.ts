@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { type AuthResult, createTokenVerifier, type Scope } from './auth.ts';
+import { type AuthResult, createTokenVerifier, type Scope, type TokenVerifier } from './auth.ts';
 import { authMiddleware } from './http/auth.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { docsMiddleware } from './http/docs.ts';
@@ -24,6 +24,8 @@ export type AppOptions = {
   log: Logger;
   /** The URL clients reach this server at, for the OpenAPI document's `servers`. */
   publicUrl: string;
+  /** Checks bearer tokens; by default one built from `tokens`. */
+  verifier?: TokenVerifier;
   /** Where request and store metrics go; a fresh registry by default. */
   metrics?: Metrics;
   /** Per-token rate limiting of the API routes; none by default. */
@@ -41,7 +43,7 @@ export function createApp(options: AppOptions): Koa {
   const { tokens, log, publicUrl, rateLimit, corsOrigins = [] } = options;
   const metrics = options.metrics ?? createMetrics();
   const store = instrumentStore(options.store, metrics);
-  const verifyToken = createTokenVerifier(tokens);
+  const verifier = options.verifier ?? createTokenVerifier(tokens);
   const createContext = (auth: AuthResult): Context => ({ store, auth });
   const routes = restRoutes(appRouter);
   const documentJson = JSON.stringify(openApiDocument(routes, publicUrl));
@@ -51,7 +53,7 @@ export function createApp(options: AppOptions): Koa {
   app.use(observeMiddleware(log, metrics));
   app.use(errorMiddleware(log));
   if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
-  app.use(authMiddleware(verifyToken));
+  app.use(authMiddleware(verifier));
   app.use(async (ctx, next) => {
     if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
     ctx.state.route = ctx.path;

@@ -61,6 +61,33 @@ const EnvSchema = z.object({
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
   WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(3_600_000).default(60_000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(8),
+  RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  REDIS_URL: z
+    .string()
+    .optional()
+    .refine((url) => url === undefined || /^rediss?:\/\//.test(url), {
+      message: 'must be redis://host:port or rediss://…',
+    }),
+  CORS_ORIGINS: z
+    .string()
+    .optional()
+    .transform(
+      (value) =>
+        value
+          ?.split(',')
+          .map((origin) => origin.trim())
+          .filter((origin) => origin.length > 0) ?? [],
+    )
+    .refine((origins) => origins.every(isOrigin), {
+      message:
+        'must be comma-separated origins such as https://app.example.com (scheme, host, optional port; no path)',
+    }),
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  TOKEN_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
 });
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -97,13 +124,37 @@ export type WebhookConfig = {
   concurrency: number;
 };
 
+/** Server-side bounds on slow and idle clients (node:http), and on draining at shutdown. */
+export type HttpConfig = {
+  /** A client must send all request headers within this. */
+  headersTimeoutMs: number;
+  /** A client must send the whole request (headers and body) within this. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** On SIGTERM/SIGINT, in-flight requests and webhook attempts get this long before connections are cut. */
+  shutdownGraceMs: number;
+};
+
 export type Config = {
   port: number;
   host: string;
+  http: HttpConfig;
+  /** Requests per token per window; `undefined` when RATE_LIMIT_MAX is 0 (no limit). */
+  rateLimit: { points: number; windowSeconds: number } | undefined;
+  /** Redis for counters shared by every instance (rate limits); in memory when unset. */
+  redisUrl: string | undefined;
+  /** Browser origins allowed by CORS; none (CORS off) by default. */
+  corsOrigins: string[];
+  /** How often each instance reloads tokens from the store: the bound on a revocation taking effect. */
+  tokenRefreshMs: number;
   store: StoreConfig;
   /** `undefined` when `WEBHOOK_URLS` is unset: creates enqueue nothing and no worker runs. */
   webhooks: WebhookConfig | undefined;
-  /** Accepted bearer tokens; `undefined` means "generate one on first start" (SQLite only). */
+  /**
+   * Bearer tokens with every scope, besides those issued with `token create`; `undefined` means
+   * "generate one on first start" on SQLite, and issued tokens only on PostgreSQL.
+   */
   apiTokens: string[] | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
   production: boolean;
@@ -130,16 +181,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         poolSize: e.DATABASE_POOL_SIZE,
         timeoutMs: e.DATABASE_TIMEOUT_MS,
       };
-  // A generated token lives in a file beside the SQLite database; instances sharing PostgreSQL
-  // share no files, so each would generate its own and reject the others' clients.
-  if (store.kind === 'postgres' && e.API_TOKENS === undefined) {
-    throw new ConfigError(
-      'Invalid configuration: API_TOKENS is required when DATABASE_URL is a PostgreSQL URL (instances share no files to keep a generated token in)',
-    );
-  }
   return {
     port: e.PORT,
     host: e.HOST,
+    http: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    },
+    rateLimit:
+      e.RATE_LIMIT_MAX === 0
+        ? undefined
+        : { points: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
+    redisUrl: e.REDIS_URL,
+    corsOrigins: e.CORS_ORIGINS,
+    tokenRefreshMs: e.TOKEN_REFRESH_MS,
     store,
     webhooks: webhookConfig(e),
     apiTokens: e.API_TOKENS,
@@ -175,6 +232,12 @@ function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig | undefined 
     leaseMs: e.WEBHOOK_LEASE_MS,
     concurrency: e.WEBHOOK_CONCURRENCY,
   };
+}
+
+function isOrigin(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const url = new URL(text);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
 }
 
 function isHttpUrl(text: string): boolean {

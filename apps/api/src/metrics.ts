@@ -4,11 +4,16 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
+ * Reads the webhook outbox's depth when scraped (a store query per scrape, not per request).
+ */
+export type OutboxCounts = () => Promise<Record<string, number> | undefined>;
+
+/**
  * Request counts and latency by route template (never the raw path: ids would explode the label
  * set), status and token name; store call latency by operation; webhook outbox depth and failures;
  * and prom-client's default process metrics (CPU, memory, event-loop lag, GC).
  */
-export function createMetrics() {
+export function createMetrics(outboxCounts?: OutboxCounts) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return {
@@ -35,9 +40,13 @@ export function createMetrics() {
     }),
     webhookOutbox: new Gauge({
       name: 'plant_store_webhook_outbox_depth',
-      help: 'Webhook deliveries waiting (pending), by status',
+      help: 'Webhook deliveries in the outbox, by status (pending, delivered, failed)',
       labelNames: ['status'] as const,
       registers: [registry],
+      async collect() {
+        const counts = await outboxCounts?.();
+        if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+      },
     }),
     webhookFailures: new Counter({
       name: 'plant_store_webhook_deliveries_failed_total',

@@ -3,16 +3,15 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { migratePostgres } from '../src/store/postgres.ts';
+import { postgresMigrations } from '../src/store/postgres-migrations.ts';
 import { type ApiProcess, startApiProcess } from './support/api-process.ts';
 import { errorBody, postPlant } from './support/http.ts';
 import { postgresAvailable, postgresTestStore, type TestStoreInstance } from './support/stores.ts';
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const INSTANCES = 3;
-const MIGRATIONS = [
-  { version: 1, name: 'create plants' },
-  { version: 2, name: 'create webhook deliveries' },
-];
+const MIGRATIONS = postgresMigrations.map(({ version, name }) => ({ version, name }));
+const VERSIONS = MIGRATIONS.map(({ version }) => version);
 
 /** Runs `fn` over `items` with at most `limit` running at once. */
 async function inParallel<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -53,7 +52,7 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
         Array.from({ length: INSTANCES }, () => migratePostgres({ url, timeoutMs: 5_000 })),
       );
       // One run applied every version; the others waited on the advisory lock and found nothing to do.
-      expect(applied.flat()).toStrictEqual([1, 2]);
+      expect(applied.flat()).toStrictEqual(VERSIONS);
       expect(await migrationRows(url)).toStrictEqual(MIGRATIONS);
       expect(await store.ids()).toStrictEqual([]);
     } finally {
@@ -71,11 +70,14 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
         ),
       );
       const applied = runs.flatMap(({ stdout }) => {
-        const line = JSON.parse(stdout.trim().split('\n').at(-1)!) as { msg: string; applied: number[] };
-        expect(line.msg).toBe('migrated');
+        const line = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+          migrated: boolean;
+          applied: number[];
+        };
+        expect(line.migrated).toBe(true);
         return line.applied;
       });
-      expect(applied).toStrictEqual([1, 2]);
+      expect(applied).toStrictEqual(VERSIONS);
       expect(await migrationRows(store.env.DATABASE_URL!)).toStrictEqual(MIGRATIONS);
     } finally {
       await store.teardown();

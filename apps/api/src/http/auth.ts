@@ -8,7 +8,7 @@ import type { TokenVerifier } from '../auth.ts';
  */
 export function authMiddleware(verifyToken: TokenVerifier): Middleware {
   return (ctx, next) => {
-    ctx.state.auth = verifyToken(ctx.get('authorization') || undefined);
+    ctx.state.auth = verifyToken.verify(ctx.get('authorization') || undefined);
     return next();
   };
 }

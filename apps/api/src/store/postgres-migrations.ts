@@ -32,4 +32,18 @@ export const postgresMigrations = [
       CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (created_at) WHERE status = 'failed';
     `,
   },
+  {
+    version: 3,
+    name: 'create api tokens',
+    // Issued bearer tokens, as in sqlite-migrations.ts: the secret's SHA-256 digest only.
+    sql: `
+      CREATE TABLE api_tokens (
+        name TEXT PRIMARY KEY,
+        digest TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        revoked_at TIMESTAMPTZ
+      )
+    `,
+  },
 ];

@@ -7,8 +7,12 @@ import {
   type DeliveryOutbox,
   type FailedDelivery,
   type PlantStore,
+  parseScopes,
   type StoredPlant,
+  type StoredToken,
   StoreUnavailableError,
+  type TokenRecord,
+  type TokenStore,
 } from './store.ts';
 
 export type PostgresStoreOptions = {
@@ -25,6 +29,7 @@ export type PostgresStoreOptions = {
   webhookUrls?: readonly string[];
 };
 
+type TokenRow = { name: string; digest: string; scopes: string; created_at: Date; revoked_at: Date | null };
 type Row = { id: bigint; name: string; tag: string | null };
 type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
 type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
@@ -211,6 +216,50 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
   };
 
+  const tokens: TokenStore = {
+    create: ({ name, digest, scopes }) =>
+      call(async () => {
+        const { rowCount } = await query(
+          'tokens-create',
+          'INSERT INTO api_tokens (name, digest, scopes) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+          [name, digest, scopes.join(',')],
+        );
+        return rowCount === 1;
+      }),
+    revoke: (name) =>
+      call(async () => {
+        const { rowCount } = await query(
+          'tokens-revoke',
+          'UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL',
+          [name],
+        );
+        return rowCount === 1;
+      }),
+    list: () =>
+      call(async () => {
+        const { rows } = await query<TokenRow>(
+          'tokens-list',
+          'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens ORDER BY name',
+          [],
+        );
+        return rows.map((row) => ({
+          name: row.name,
+          scopes: parseScopes(row.scopes),
+          createdAt: row.created_at,
+          revokedAt: row.revoked_at ?? undefined,
+        }));
+      }),
+    active: () =>
+      call(async () => {
+        const { rows } = await query<TokenRow>(
+          'tokens-active',
+          'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens WHERE revoked_at IS NULL',
+          [],
+        );
+        return rows.map((row) => ({ name: row.name, digest: row.digest, scopes: parseScopes(row.scopes) }));
+      }),
+  };
+
   return {
     create: (plant: NewPlant) =>
       call(async () => {
@@ -265,6 +314,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         await query('plants-ping', 'SELECT 1', []);
       }),
     deliveries,
+    tokens,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.

@@ -27,4 +27,19 @@ export const sqliteMigrations = [
       CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (created_at) WHERE status = 'failed';
     `,
   },
+  {
+    version: 3,
+    name: 'create api tokens',
+    // Issued bearer tokens: the SHA-256 digest (hex) of the secret, never the secret. Scopes are a
+    // comma-separated list; times are milliseconds since the epoch; revoked tokens stay for audit.
+    sql: `
+      CREATE TABLE api_tokens (
+        name TEXT PRIMARY KEY,
+        digest TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      )
+    `,
+  },
 ];

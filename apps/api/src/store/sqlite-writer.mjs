@@ -33,6 +33,10 @@ const delivered = db.prepare(
 const retry = db.prepare(
   "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
 );
+const addToken = db.prepare(
+  'INSERT INTO api_tokens (name, digest, scopes, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+);
+const revokeToken = db.prepare('UPDATE api_tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL');
 const failed = db.prepare(
   "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
 );
@@ -40,7 +44,9 @@ const failed = db.prepare(
 /**
  * One write and its result: `{ create: plant, deliveries?: { ids, payload } }` → whether it inserted
  * (the deliveries, one per webhook URL, only if it did); `{ delete: id }` → whether it deleted;
- * `{ claim: { limit, leaseMs } }` → the claimed rows; `{ delivered | retry | failed: … }` → nothing.
+ * `{ claim: { limit, leaseMs } }` → the claimed rows; `{ delivered | retry | failed: … }` → nothing;
+ * `{ addToken: { name, digest, scopes } }` → whether it was added; `{ revokeToken: name }` → whether
+ * an active token was revoked.
  */
 function apply(write) {
   if (write.create) {
@@ -54,6 +60,11 @@ function apply(write) {
   }
   if ('delete' in write) return remove.run(write.delete).changes === 1;
   const now = Date.now();
+  if (write.addToken) {
+    const { name, digest, scopes } = write.addToken;
+    return addToken.run(name, digest, scopes.join(','), now).changes === 1;
+  }
+  if (write.revokeToken) return revokeToken.run(now, write.revokeToken).changes === 1;
   if (write.claim) return claim.all({ now, leaseEnd: now + write.claim.leaseMs, limit: write.claim.limit });
   if (write.delivered) delivered.run(now, write.delivered);
   else if (write.retry) retry.run(now + write.retry.delayMs, write.retry.error, now, write.retry.id);

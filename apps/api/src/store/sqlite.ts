@@ -10,8 +10,12 @@ import {
   type DeliveryOutbox,
   type FailedDelivery,
   type PlantStore,
+  parseScopes,
   type StoredPlant,
+  type StoredToken,
   StoreUnavailableError,
+  type TokenRecord,
+  type TokenStore,
 } from './store.ts';
 
 /** A write for the writer thread (sqlite-writer.mjs), which documents each one's result. */
@@ -21,7 +25,16 @@ type Write =
   | { claim: { limit: number; leaseMs: number } }
   | { delivered: string }
   | { retry: { id: string; delayMs: number; error: string } }
-  | { failed: { id: string; error: string } };
+  | { failed: { id: string; error: string } }
+  | { addToken: StoredToken }
+  | { revokeToken: string };
+type TokenRow = {
+  name: string;
+  digest: string;
+  scopes: string;
+  created_at: bigint;
+  revoked_at: bigint | null;
+};
 type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
 type Row = { id: bigint; name: string; tag: string | null };
 /** Rows as the writer answers them (plain numbers: it does not use safe integers). */
@@ -61,6 +74,9 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   const selectFailed = db.prepare<[number], FailedRow>(
     `SELECT id, url, payload, attempts, created_at, last_error, updated_at FROM webhook_deliveries
      WHERE status = 'failed' ORDER BY created_at, id LIMIT ?`,
+  );
+  const selectTokens = db.prepare<[], TokenRow>(
+    'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens ORDER BY name',
   );
   const countByStatus = db.prepare<[], { status: 'pending' | 'delivered' | 'failed'; n: bigint }>(
     'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
@@ -140,6 +156,19 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
       }),
   };
 
+  const tokens: TokenStore = {
+    create: (token) => write({ addToken: token }),
+    revoke: (name) => write({ revokeToken: name }),
+    list: () => read(() => selectTokens.all().map(toTokenRecord)),
+    active: () =>
+      read(() =>
+        selectTokens
+          .all()
+          .filter((row) => row.revoked_at === null)
+          .map((row) => ({ name: row.name, digest: row.digest, scopes: parseScopes(row.scopes) })),
+      ),
+  };
+
   return {
     create: (plant) =>
       write(
@@ -160,6 +189,7 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
       ),
     ping: () => read(() => undefined),
     deliveries,
+    tokens,
     close() {
       closing ??= (async () => {
         if (!failure && (inFlight.length > 0 || queued.length > 0)) {
@@ -186,6 +216,15 @@ function toDelivery(row: ClaimedRow): Delivery {
     payload: row.payload,
     attempts: row.attempts,
     createdAt: new Date(row.created_at),
+  };
+}
+
+function toTokenRecord(row: TokenRow): TokenRecord {
+  return {
+    name: row.name,
+    scopes: parseScopes(row.scopes),
+    createdAt: new Date(Number(row.created_at)),
+    revokedAt: row.revoked_at === null ? undefined : new Date(Number(row.revoked_at)),
   };
 }
 

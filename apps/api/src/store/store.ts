@@ -1,4 +1,5 @@
 import type { NewPlant } from '@plant-store/schema';
+import type { Scope } from '../auth.ts';
 
 /** A plant as the store holds it: the spec's `Plant` plus its `id`. */
 export type StoredPlant = { id: bigint; name: string; tag?: string };
@@ -24,6 +25,8 @@ export interface PlantStore {
   ping(): Promise<void>;
   /** The webhook outbox that `create` fills and the delivery worker drains. */
   deliveries: DeliveryOutbox;
+  /** Bearer tokens issued with `main.js token create`, kept only as SHA-256 digests. */
+  tokens: TokenStore;
   close(): Promise<void>;
 }
 
@@ -60,6 +63,27 @@ export interface DeliveryOutbox {
   listFailed(options: { limit: number }): Promise<FailedDelivery[]>;
   /** How many deliveries are in each state. */
   counts(): Promise<{ pending: number; delivered: number; failed: number }>;
+}
+
+/** Scopes as stored: a comma-separated list. */
+export function parseScopes(text: string): Scope[] {
+  return text.split(',').filter((scope): scope is Scope => scope === 'read' || scope === 'write');
+}
+
+/** An issued bearer token as the store keeps it: never the secret, only its SHA-256 digest (hex). */
+export type StoredToken = { name: string; digest: string; scopes: Scope[] };
+
+export type TokenRecord = { name: string; scopes: Scope[]; createdAt: Date; revokedAt: Date | undefined };
+
+export interface TokenStore {
+  /** Adds a token. Resolves `false` when a token of that name exists (revoked ones keep their name). */
+  create(token: StoredToken): Promise<boolean>;
+  /** Revokes the active token of that name; `false` when there is none. */
+  revoke(name: string): Promise<boolean>;
+  /** Every token, revoked ones included, by name. */
+  list(): Promise<TokenRecord[]>;
+  /** The tokens that are not revoked, for verifiers. */
+  active(): Promise<StoredToken[]>;
 }
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */

@@ -1,0 +1,112 @@
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { newTokenSecret, type Scope, tokenDigest } from './auth.ts';
+import type { Config } from './config.ts';
+import { migrateStore, openStore } from './store/open-store.ts';
+import type { PlantStore } from './store/store.ts';
+import { listFailedDeliveries } from './webhooks/cli.ts';
+
+export const USAGE = `Usage: main.js [command]
+  (none)                                     serve the api
+  migrate                                    apply pending store migrations
+  token create --name NAME [--scope read|write]...   issue a token (both scopes unless given); prints it once
+  token list                                 list issued tokens (never their secrets)
+  token revoke --name NAME                   revoke a token (every instance within TOKEN_REFRESH_MS)
+  webhooks failed [--limit N]                list webhook deliveries that used up their attempts`;
+
+/** A command's wrong usage: exit 2 with the message and the usage. */
+export class UsageError extends Error {}
+
+/** Runs one administrative command against the configured store; resolves with the exit code. */
+export async function runCommand(config: Config, [command, sub, ...args]: string[]): Promise<number> {
+  if (command === 'migrate') {
+    // One JSON line for deploy scripts: the versions this run applied (none when already current).
+    const applied = (await migrateStore(config.store)) ?? [];
+    process.stdout.write(`${JSON.stringify({ migrated: true, applied })}\n`);
+    return 0;
+  }
+  if (command === 'token' && sub === 'create') return withStore(config, (store) => createToken(store, args));
+  if (command === 'token' && sub === 'list') return withStore(config, listTokens);
+  if (command === 'token' && sub === 'revoke') return withStore(config, (store) => revokeToken(store, args));
+  if (command === 'webhooks' && sub === 'failed') {
+    const { limit } = parse(args, { limit: { type: 'string', default: '100' } });
+    const n = Number(limit);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError('--limit must be a positive integer');
+    return withStore(config, async (store) => {
+      const { lines, summary } = await listFailedDeliveries(store.deliveries, { limit: n });
+      for (const line of lines) process.stdout.write(`${line}\n`);
+      process.stderr.write(`${summary}\n`);
+      return 0;
+    });
+  }
+  throw new UsageError(`Unknown command "${[command, sub, ...args].filter(Boolean).join(' ')}"`);
+}
+
+async function createToken(store: PlantStore, args: string[]): Promise<number> {
+  const { name, scope } = parse(args, {
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+  });
+  if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
+    throw new UsageError('--name is required: 1 to 64 letters, digits, ".", "_" or "-"');
+  }
+  const scopes = [...new Set((scope as string[] | undefined) ?? ['read', 'write'])];
+  if (!scopes.every((s): s is Scope => s === 'read' || s === 'write'))
+    throw new UsageError('--scope must be read or write');
+  const secret = newTokenSecret();
+  if (!(await store.tokens.create({ name, digest: tokenDigest(secret), scopes }))) {
+    process.stderr.write(`A token named "${name}" already exists (revoked tokens keep their name).\n`);
+    return 1;
+  }
+  process.stdout.write(`${secret}\n`);
+  process.stderr.write(
+    `Token "${name}" (${scopes.join(', ')}) created. It is shown only this once: store it now.\n`,
+  );
+  return 0;
+}
+
+async function listTokens(store: PlantStore): Promise<number> {
+  for (const token of await store.tokens.list()) {
+    process.stdout.write(
+      `${JSON.stringify({
+        name: token.name,
+        scopes: token.scopes,
+        createdAt: token.createdAt.toISOString(),
+        revokedAt: token.revokedAt?.toISOString() ?? null,
+      })}\n`,
+    );
+  }
+  return 0;
+}
+
+async function revokeToken(store: PlantStore, args: string[]): Promise<number> {
+  const { name } = parse(args, { name: { type: 'string' } });
+  if (typeof name !== 'string') throw new UsageError('--name is required');
+  if (!(await store.tokens.revoke(name))) {
+    process.stderr.write(`No active token named "${name}".\n`);
+    return 1;
+  }
+  process.stderr.write(
+    `Token "${name}" revoked; running instances stop accepting it within TOKEN_REFRESH_MS.\n`,
+  );
+  return 0;
+}
+
+async function withStore(config: Config, run: (store: PlantStore) => Promise<number>): Promise<number> {
+  const store = await openStore(config.store);
+  try {
+    return await run(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function parse(args: string[], options: NonNullable<ParseArgsConfig['options']>) {
+  try {
+    return parseArgs({ args, options, strict: true }).values as Record<
+      string,
+      string | string[] | boolean | undefined
+    >;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
