@@ -192,6 +192,8 @@ function serverCommand(kind, { port, token, dir, databaseUrl }) {
         DATABASE_URL: databaseUrl ?? `file:${join(dir, 'plants.db')}`,
         API_TOKENS: token,
         LOG_LEVEL: 'info',
+        // The per-token rate limiter stays on (its cost is measured), with a limit no run reaches.
+        RATE_LIMIT_MAX: '1000000000',
         // PostgreSQL pool tuning, when the developer sets it for the bench.
         ...pick(process.env, ['DATABASE_POOL_SIZE', 'DATABASE_TIMEOUT_MS']),
       },

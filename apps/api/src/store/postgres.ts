@@ -9,9 +9,7 @@ import {
   type PlantStore,
   parseScopes,
   type StoredPlant,
-  type StoredToken,
   StoreUnavailableError,
-  type TokenRecord,
   type TokenStore,
 } from './store.ts';
 
