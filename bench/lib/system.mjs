@@ -10,6 +10,18 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const API_MAIN = join(ROOT, 'apps/api/dist/main.js');
+
+/**
+ * The node flags `pnpm start` runs the api with (its heap sizing), read from apps/api's start
+ * script, so the bench measures the process users run.
+ */
+export const API_NODE_FLAGS = (() => {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'apps/api/package.json'), 'utf8'));
+  return (/\bnode ((?:--\S+ )*)dist\/main\.js/.exec(scripts.start)?.[1] ?? '')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean);
+})();
 export const BASELINE = join(ROOT, 'bench/baseline.mjs');
 export const LOAD = join(ROOT, 'bench/load.mjs');
 export const HOST = '127.0.0.1';
@@ -184,6 +196,7 @@ function serverCommand(kind, { port, token, dir, databaseUrl }) {
   if (kind === 'api') {
     return {
       script: API_MAIN,
+      flags: API_NODE_FLAGS,
       env: {
         ...base,
         NODE_ENV: 'production',
@@ -214,10 +227,14 @@ function serverCommand(kind, { port, token, dir, databaseUrl }) {
  */
 export async function spawnServer(kind, { dir, token, databaseUrl, logToFile = true, port }) {
   port ??= await freePort();
-  const { script, env } = serverCommand(kind, { port, token, dir, databaseUrl });
+  const { script, env, flags = [] } = serverCommand(kind, { port, token, dir, databaseUrl });
   const logFile = logToFile ? join(dir, `${kind}.log`) : undefined;
   const out = logFile ? openSync(logFile, 'a') : 'ignore';
-  const child = spawnNode(pinning.serverCpu, [script], { env, stdio: ['ignore', out, 'pipe'], cwd: dir });
+  const child = spawnNode(pinning.serverCpu, [...flags, script], {
+    env,
+    stdio: ['ignore', out, 'pipe'],
+    cwd: dir,
+  });
   if (typeof out === 'number') closeSync(out);
   let stderr = '';
   child.stderr.on('data', (chunk) => {

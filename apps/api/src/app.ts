@@ -9,7 +9,6 @@ import { errorMiddleware } from './http/errors.ts';
 import { healthMiddleware } from './http/health.ts';
 import { metricsMiddleware } from './http/metrics.ts';
 import { observeMiddleware } from './http/observe.ts';
-import { openApiDocument } from './http/openapi.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
 import { trpcAdapter } from './http/trpc.ts';
@@ -46,7 +45,12 @@ export function createApp(options: AppOptions): Koa {
   const verifier = options.verifier ?? createTokenVerifier(tokens);
   const createContext = (auth: AuthResult): Context => ({ store, auth });
   const routes = restRoutes(appRouter);
-  const documentJson = JSON.stringify(openApiDocument(routes, publicUrl));
+  // Built on first request, from a chunk loaded then: start-up does not pay for zod-openapi.
+  let documentJson: Promise<string> | undefined;
+  const openApiJson = () =>
+    (documentJson ??= import('./http/openapi.ts').then(({ openApiDocument }) =>
+      JSON.stringify(openApiDocument(routes, publicUrl)),
+    ));
 
   const app = new Koa();
   app.silent = true;
@@ -58,7 +62,7 @@ export function createApp(options: AppOptions): Koa {
     if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
     ctx.state.route = ctx.path;
     ctx.type = 'application/json';
-    ctx.body = documentJson;
+    ctx.body = await openApiJson();
   });
   app.use(docsMiddleware());
   app.use(healthMiddleware(store));

@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createApp } from './app.ts';
 import { createTokenVerifier, newTokenSecret } from './auth.ts';
@@ -40,8 +39,12 @@ export async function serve(config: Config, store: PlantStore, log: Logger, wher
     log.warn('no API_TOKENS and no issued tokens: every request will be answered 401 until `token create`');
   }
 
+  // Loaded only when configured, like the PostgreSQL driver.
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+    ? new (await import('ioredis')).Redis(config.redisUrl, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+      })
     : undefined;
   redis?.on('error', (error) =>
     log.warn({ reason: error.message }, 'redis unavailable; rate limits fall back to memory'),

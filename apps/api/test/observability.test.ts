@@ -23,25 +23,32 @@ describe('access log', () => {
       (line) => typeof line.reqId === 'string' && String(line.reqId).startsWith('trace-'),
     );
     expect(
-      lines.map(({ reqId, method, route, status, token, msg }) => ({
+      lines.map(({ reqId, method, route, status, tokenName, msg }) => ({
         reqId,
         method,
         route,
         status,
-        token,
+        tokenName,
         msg,
       })),
     ).toEqual([
-      { reqId: 'trace-1', method: 'POST', route: '/plants', status: 200, token: 'tester', msg: 'request' },
+      {
+        reqId: 'trace-1',
+        method: 'POST',
+        route: '/plants',
+        status: 200,
+        tokenName: 'tester',
+        msg: 'request',
+      },
       {
         reqId: 'trace-2',
         method: 'GET',
         route: '/plants/{id}',
         status: 200,
-        token: 'tester',
+        tokenName: 'tester',
         msg: 'request',
       },
-      { reqId: 'trace-3', method: 'GET', route: '/plants/{id}', status: 401, token: '-', msg: 'request' },
+      { reqId: 'trace-3', method: 'GET', route: '/plants/{id}', status: 401, tokenName: '-', msg: 'request' },
     ]);
     expect(lines.every((line) => typeof line.ms === 'number')).toBe(true);
   });

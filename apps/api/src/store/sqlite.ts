@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import type { NewPlant } from '@plant-store/schema';
 import Database from 'better-sqlite3';
 import { newPlantPayload, newWebhookId } from '../webhooks/event.ts';
@@ -18,7 +17,7 @@ import {
   type TokenStore,
 } from './store.ts';
 
-/** A write for the writer thread (sqlite-writer.mjs), which documents each one's result. */
+/** One write in a group commit; `apply` documents each one's result. */
 type Write =
   | { create: NewPlant; deliveries?: { ids: string[]; payload: string } }
   | { delete: bigint }
@@ -37,34 +36,35 @@ type TokenRow = {
 };
 type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
 type Row = { id: bigint; name: string; tag: string | null };
-/** Rows as the writer answers them (plain numbers: it does not use safe integers). */
-type ClaimedRow = { id: string; url: string; payload: string; attempts: number; created_at: number };
-type FailedRow = {
-  id: string;
-  url: string;
-  payload: string;
-  attempts: bigint;
-  created_at: bigint;
-  last_error: string;
-  updated_at: bigint;
-};
-type WriterAnswer = { results: unknown[] } | { error: string };
+type ClaimedRow = { id: string; url: string; payload: string; attempts: bigint; created_at: bigint };
+type FailedRow = ClaimedRow & { last_error: string; updated_at: bigint };
 
 /**
- * The embedded store: an SQLite file in WAL mode. Writes are group-committed by a writer thread
- * (sqlite-writer.mjs): the writes of one event-loop turn are posted as a batch, and the writer
- * commits all batches that queued up while its last COMMIT was being fsync'd in one transaction.
- * Each write is answered only after its batch's COMMIT was fsync'd; a duplicate id fails only its
- * own create. Reads use a separate connection on this thread. With `webhookUrls`, each create also
- * enqueues one webhook delivery per URL in the same transaction.
+ * The embedded store: an SQLite file in WAL mode, group-committed. The writes that arrive in one
+ * turn of the event loop (creates, deletes, outbox and token updates) run as one transaction;
+ * COMMIT appends them to the write-ahead log (synchronous=NORMAL: no fsync inside COMMIT), then the
+ * log is fdatasync'd on libuv's thread pool and only then is each write answered: what
+ * synchronous=FULL guarantees (a 200 survives a power cut), without blocking the event loop on the
+ * disk. While that sync runs, new writes queue up for the next transaction, and reads wait for it,
+ * so nobody ever sees data that is not yet durable. A duplicate id fails only its own create. With
+ * `webhookUrls`, each create also enqueues one webhook delivery per URL in the same transaction.
  */
 export function openSqliteStore(path: string, webhookUrls: readonly string[] = []): PlantStore {
   mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
+  // Durability comes from the fdatasync of the log after each commit (see above), not from SQLite.
+  db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   db.defaultSafeIntegers(true);
   migrate(db);
+  // The log SQLite writes to; it keeps this file (the same inode) for as long as the connection is open.
+  const wal = openSync(`${path}-wal`, 'a');
+  // Make the migrations and the log's directory entry durable once (a fresh file may not be).
+  fsyncSync(wal);
+  const dir = openSync(dirname(path), 'r');
+  fsyncSync(dir);
+  closeSync(dir);
 
   const selectOne = db.prepare<[bigint], Row>('SELECT id, name, tag FROM plants WHERE id = ?');
   const selectFirst = db.prepare<[number], Row>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?');
@@ -81,65 +81,66 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   const countByStatus = db.prepare<[], { status: 'pending' | 'delivered' | 'failed'; n: bigint }>(
     'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
   );
+  const apply = writer(db, webhookUrls);
+  const applyAll = db.transaction((writes: Write[]) => writes.map(apply));
 
-  const writer = new Worker(new URL('./sqlite-writer.mjs', import.meta.url), {
-    workerData: { path, webhookUrls: [...webhookUrls] },
-  });
   let queued: PendingWrite[] = [];
-  // Batches posted to the writer, oldest first; it answers them in order.
-  const inFlight: PendingWrite[][] = [];
   let scheduled = false;
-  let failure: Error | undefined;
+  /** Resolves when the log sync in flight is done; `undefined` when none is. */
+  let syncing: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
-  let drained: (() => void) | undefined;
 
-  function dispatch(): void {
+  function schedule(): void {
+    if (scheduled || syncing !== undefined || queued.length === 0) return;
+    scheduled = true;
+    setImmediate(flush);
+  }
+
+  function flush(): void {
     scheduled = false;
-    if (queued.length === 0) return;
-    inFlight.push(queued);
-    writer.postMessage(queued.map((item) => item.write));
+    const batch = queued;
     queued = [];
-  }
-
-  writer.on('message', (answer: WriterAnswer) => {
-    const batch = inFlight.shift() ?? [];
-    if ('results' in answer) {
-      for (const [i, item] of batch.entries()) item.resolve(answer.results[i]);
-    } else {
-      const error = new StoreUnavailableError(`the batch could not be committed (${answer.error})`);
-      for (const item of batch) item.reject(error);
-    }
-    if (inFlight.length === 0 && drained) drained();
-  });
-  writer.on('error', (cause) => fail(new StoreUnavailableError('the SQLite writer failed', { cause })));
-  writer.on('exit', () => fail(new StoreUnavailableError('the SQLite writer stopped')));
-
-  function fail(error: Error): void {
-    failure ??= error;
-    for (const item of [...inFlight.flat(), ...queued]) item.reject(failure);
-    inFlight.length = 0;
-    queued = [];
-    drained?.();
-  }
-
-  function read<T>(query: () => T): Promise<T> {
+    let results: unknown[];
     try {
-      if (closing) throw new Error('store is closed');
-      return Promise.resolve(query());
+      results = applyAll(batch.map((item) => item.write));
     } catch (cause) {
-      return Promise.reject(new StoreUnavailableError('the store could not be read', { cause }));
+      const error = new StoreUnavailableError('the writes could not be committed', { cause });
+      for (const item of batch) item.reject(error);
+      schedule();
+      return;
     }
+    syncing = new Promise((done) =>
+      fdatasync(wal, (cause) => {
+        syncing = undefined;
+        if (cause) {
+          const error = new StoreUnavailableError('the write-ahead log could not be synced', { cause });
+          for (const item of batch) item.reject(error);
+        } else {
+          for (const [i, item] of batch.entries()) item.resolve(results[i]);
+        }
+        done();
+        schedule();
+      }),
+    );
   }
 
   function write<T>(change: Write): Promise<T> {
-    if (failure || closing) return Promise.reject(failure ?? new StoreUnavailableError('store is closed'));
+    if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
     return new Promise<T>((resolve, reject) => {
       queued.push({ write: change, resolve: resolve as (result: unknown) => void, reject });
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(dispatch);
-      }
+      schedule();
     });
+  }
+
+  async function read<T>(query: () => T): Promise<T> {
+    // Never show a write before it is durable: wait for the log sync in flight, if any.
+    if (syncing) await syncing;
+    try {
+      if (closing) throw new Error('store is closed');
+      return query();
+    } catch (cause) {
+      throw new StoreUnavailableError('the store could not be read', { cause });
+    }
   }
 
   const deliveries: DeliveryOutbox = {
@@ -192,20 +193,81 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
     tokens,
     close() {
       closing ??= (async () => {
-        if (!failure && (inFlight.length > 0 || queued.length > 0)) {
-          await new Promise<void>((resolve) => {
-            drained = resolve;
-            dispatch();
-          });
+        // Writes already accepted are committed and synced (and answered) before closing.
+        while (syncing || queued.length > 0 || scheduled) {
+          if (syncing) await syncing;
+          else await new Promise((resolve) => setImmediate(resolve));
         }
-        writer.removeAllListeners('exit');
-        const exited = new Promise((resolve) => writer.once('exit', resolve));
-        writer.postMessage('close');
-        await exited;
         db.close();
+        closeSync(wal);
       })();
       return closing;
     },
+  };
+}
+
+/**
+ * The write statements, and what each write answers: `{ create }` → whether it inserted (and then
+ * enqueued one delivery per webhook URL); `{ delete }` → whether it deleted; `{ claim }` → the
+ * leased deliveries; `{ delivered | retry | failed }` → nothing; `{ addToken }` → whether it was
+ * added; `{ revokeToken }` → whether an active token was revoked. Outbox times are milliseconds
+ * since the epoch; while an attempt runs, `next_attempt_at` is its lease's end.
+ */
+function writer(db: Database.Database, webhookUrls: readonly string[]): (write: Write) => unknown {
+  const insert = db.prepare(
+    'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
+  );
+  const remove = db.prepare('DELETE FROM plants WHERE id = ?');
+  const enqueue = db.prepare(
+    'INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const claim = db.prepare<{ now: number; leaseEnd: number; limit: number }, ClaimedRow>(`
+    UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = @leaseEnd, updated_at = @now
+    WHERE id IN (
+      SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
+      ORDER BY next_attempt_at LIMIT @limit
+    )
+    RETURNING id, url, payload, attempts, created_at`);
+  const delivered = db.prepare(
+    "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id = ? AND status = 'pending'",
+  );
+  const retry = db.prepare(
+    "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
+  );
+  const failed = db.prepare(
+    "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
+  );
+  const addToken = db.prepare(
+    'INSERT INTO api_tokens (name, digest, scopes, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  );
+  const revokeToken = db.prepare(
+    'UPDATE api_tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL',
+  );
+
+  return (write) => {
+    if ('create' in write) {
+      const { id, name, tag } = write.create;
+      const created = insert.run(id, name, tag ?? null).changes === 1;
+      if (created && write.deliveries) {
+        const now = Date.now();
+        for (const [i, url] of webhookUrls.entries()) {
+          enqueue.run(write.deliveries.ids[i], url, write.deliveries.payload, now, now, now);
+        }
+      }
+      return created;
+    }
+    if ('delete' in write) return remove.run(write.delete).changes === 1;
+    const now = Date.now();
+    if ('claim' in write)
+      return claim.all({ now, leaseEnd: now + write.claim.leaseMs, limit: write.claim.limit });
+    if ('delivered' in write) delivered.run(now, write.delivered);
+    else if ('retry' in write) retry.run(now + write.retry.delayMs, write.retry.error, now, write.retry.id);
+    else if ('failed' in write) failed.run(write.failed.error, now, write.failed.id);
+    else if ('addToken' in write) {
+      const { name, digest, scopes } = write.addToken;
+      return addToken.run(name, digest, scopes.join(','), now).changes === 1;
+    } else return revokeToken.run(now, write.revokeToken).changes === 1;
+    return undefined;
   };
 }
 
@@ -214,8 +276,8 @@ function toDelivery(row: ClaimedRow): Delivery {
     id: row.id,
     url: row.url,
     payload: row.payload,
-    attempts: row.attempts,
-    createdAt: new Date(row.created_at),
+    attempts: Number(row.attempts),
+    createdAt: new Date(Number(row.created_at)),
   };
 }
 
