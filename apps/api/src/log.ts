@@ -1,14 +1,18 @@
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.ts';
 
-/** The process logger: JSON lines on stdout, secrets redacted. */
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino(
-    {
-      level: config.logLevel,
-      base: { service: 'plant-store-api' },
-      redact: ['authorization', 'token', 'secret'],
-    },
-    pino.destination({ dest: 1, sync: false }),
-  );
+/**
+ * The process logger: JSON lines on stdout, secrets redacted. In development on a terminal
+ * (`pnpm dev`), lines are pretty-printed by pino-pretty instead.
+ */
+export function createLogger(config: Pick<Config, 'logLevel' | 'production'>): Logger {
+  const options = {
+    level: config.logLevel,
+    base: { service: 'plant-store-api' },
+    redact: ['authorization', 'token', 'secret'],
+  };
+  if (!config.production && process.stdout.isTTY) {
+    return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true } } });
+  }
+  return pino(options, pino.destination({ dest: 1, sync: false }));
 }
