@@ -1,47 +1,29 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
-import pino from 'pino';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../src/app.ts';
 import type { AppRouter } from '../src/router.ts';
-import { openSqliteStore } from '../src/store/sqlite.ts';
 import { errorBody, send } from './support/http.ts';
-import { sqliteTestStore, type TestStoreInstance } from './support/stores.ts';
+import { type InProcessApi, startInProcess } from './support/in-process.ts';
 
 const READER = 'reader-token';
 const WRITER = 'writer-token';
 
 describe('scopes', () => {
-  let store: TestStoreInstance;
-  let server: Server;
+  let api: InProcessApi;
   let url: string;
-  let close: () => Promise<void>;
+  let store: InProcessApi['store'];
 
   beforeAll(async () => {
-    store = await sqliteTestStore.setup();
-    const plants = openSqliteStore(store.env.DATABASE_URL!.slice('file:'.length));
-    const app = createApp({
-      store: plants,
+    api = await startInProcess({
       tokens: [
         { name: 'reader', secret: READER, scopes: ['read'] },
         { name: 'writer', secret: WRITER, scopes: ['write'] },
       ],
-      log: pino({ level: 'silent' }),
-      publicUrl: 'http://127.0.0.1',
     });
-    server = createServer(app.callback()).listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    close = async () => {
-      await new Promise((resolve) => server.close(resolve));
-      await plants.close();
-    };
+    ({ url, store } = api);
   });
   afterAll(async () => {
-    await close?.();
-    await store?.teardown();
+    await api?.close();
   });
 
   const as = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
