@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { describe, expect, it } from 'vitest';
+import { apiOnStore } from './support/api-on-store.ts';
+import type { ApiProcess } from './support/api-process.ts';
 import { errorBody, JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -15,15 +16,7 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
   const acknowledged = new Set<bigint>();
   let nextId = 1000n;
 
-  beforeAll(async () => {
-    store = await testStore.setup();
-    api = await startApiProcess({ env: store.env });
-  });
-  afterAll(async () => {
-    await api?.stop();
-    api?.cleanup();
-    await store?.teardown();
-  });
+  apiOnStore(testStore, (running) => ({ api, store } = running));
 
   async function create(id: bigint, rest = ',"name":"Fern"') {
     const answer = await postPlant(api.url, `{"id":${id}${rest}}`);

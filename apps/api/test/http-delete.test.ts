@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { describe, expect, it } from 'vitest';
+import { apiOnStore } from './support/api-on-store.ts';
+import type { ApiProcess } from './support/api-process.ts';
 import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -11,15 +12,7 @@ describe.each(testStores())('DELETE /plants/{id} on $name', (testStore) => {
   let store: TestStoreInstance;
   let api: ApiProcess;
 
-  beforeAll(async () => {
-    store = await testStore.setup();
-    api = await startApiProcess({ env: store.env });
-  });
-  afterAll(async () => {
-    await api?.stop();
-    api?.cleanup();
-    await store?.teardown();
-  });
+  apiOnStore(testStore, (running) => ({ api, store } = running));
 
   it('answers 204 with no body and removes exactly that plant, over the whole int64 range', async () => {
     const ids = [-(2n ** 63n), 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n];

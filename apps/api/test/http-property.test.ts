@@ -1,7 +1,8 @@
 import { parseJson, stringifyJson } from '@plant-store/schema';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { describe, expect, it } from 'vitest';
+import { apiOnStore } from './support/api-on-store.ts';
+import type { ApiProcess } from './support/api-process.ts';
 import { postPlant, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -51,15 +52,7 @@ describe.each(testStores())('POST /plants with random input on $name', (testStor
   let store: TestStoreInstance;
   let api: ApiProcess;
 
-  beforeAll(async () => {
-    store = await testStore.setup();
-    api = await startApiProcess({ env: store.env });
-  });
-  afterAll(async () => {
-    await api?.stop();
-    api?.cleanup();
-    await store?.teardown();
-  });
+  apiOnStore(testStore, (running) => ({ api, store } = running));
 
   it('never answers 5xx, answers every error as an Error, and stores exactly what it acknowledged', async () => {
     const acknowledged = new Set<string>();

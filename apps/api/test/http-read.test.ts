@@ -1,6 +1,7 @@
 import { parseJson } from '@plant-store/schema';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { apiOnStore } from './support/api-on-store.ts';
+import type { ApiProcess } from './support/api-process.ts';
 import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -19,18 +20,12 @@ describe.each(testStores())('reading plants on $name', (testStore) => {
   const many = Array.from({ length: 250 }, (_, i) => 1000n + BigInt(i));
   const all = [...ids, ...many].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 
+  apiOnStore(testStore, (running) => ({ api, store } = running));
   beforeAll(async () => {
-    store = await testStore.setup();
-    api = await startApiProcess({ env: store.env });
     for (const id of [...ids, ...many]) {
       const tag = id === 7n ? ',"tag":"herb"' : '';
       expect((await postPlant(api.url, `{"id":${id},"name":"P${id}"${tag}}`)).status).toBe(200);
     }
-  });
-  afterAll(async () => {
-    await api?.stop();
-    api?.cleanup();
-    await store?.teardown();
   });
 
   describe('GET /plants', () => {

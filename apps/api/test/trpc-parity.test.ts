@@ -1,8 +1,9 @@
 import { createTRPCClient, httpBatchLink, httpLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AppRouter } from '../src/router.ts';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { apiOnStore } from './support/api-on-store.ts';
+import type { ApiProcess } from './support/api-process.ts';
 import { postPlant, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -28,15 +29,7 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
   let store: TestStoreInstance;
   let api: ApiProcess;
 
-  beforeAll(async () => {
-    store = await testStore.setup();
-    api = await startApiProcess({ env: store.env });
-  });
-  afterAll(async () => {
-    await api?.stop();
-    api?.cleanup();
-    await store?.teardown();
-  });
+  apiOnStore(testStore, (running) => ({ api, store } = running));
 
   it('creates over tRPC with exact int64 ids, batched and not', async () => {
     const ids = [-(2n ** 63n), 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n];

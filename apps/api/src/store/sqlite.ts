@@ -291,15 +291,7 @@ function toTokenRecord(row: TokenRow): TokenRecord {
 }
 
 function toFailedDelivery(row: FailedRow): FailedDelivery {
-  return {
-    id: row.id,
-    url: row.url,
-    payload: row.payload,
-    attempts: Number(row.attempts),
-    createdAt: new Date(Number(row.created_at)),
-    lastError: row.last_error,
-    failedAt: new Date(Number(row.updated_at)),
-  };
+  return { ...toDelivery(row), lastError: row.last_error, failedAt: new Date(Number(row.updated_at)) };
 }
 
 function toPlant(row: Row | undefined): StoredPlant | undefined {
