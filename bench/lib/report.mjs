@@ -1,17 +1,27 @@
 // The Markdown report of `pnpm bench` (bench/results/latest.md), from the JSON report.
 
-const int = (v) => (typeof v === 'number' ? Math.round(v).toLocaleString('en-US') : 'n/a');
-const ms = (v) => (typeof v === 'number' ? v.toFixed(2) : 'n/a');
-const x = (v) => (typeof v === 'number' ? `${v.toFixed(2)}×` : 'n/a');
-const num = (v) => (typeof v === 'number' ? String(v) : 'n/a');
-const pct = (v) => (typeof v === 'number' ? `${Math.round(v * 100)}%` : 'n/a');
-const count = (n) =>
-  n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : String(n);
+import {
+  fmtCount as count,
+  fmtInt as int,
+  fmtMs as ms,
+  fmtNum as num,
+  fmtPct as pct,
+  fmtRatio as x,
+} from './format.mjs';
 
 function table(head, rows) {
   const line = (cells) => `| ${cells.map((cell) => String(cell).replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
 }
+
+/** A row of a scenario whose every run failed: its label, "failed", blanks, the first error. */
+function failedRow(label, width, error) {
+  return [label, 'failed', ...Array(width - 3).fill(''), String(error ?? '').slice(0, 120)];
+}
+
+/** The columns both run tables (compare, growth) share, and their cells. */
+const HEALTH_HEAD = ['non-2xx', 'errors', 'peak RSS MB', 'server CPU'];
+const health = (r) => [num(r.non2xx), num(r.errors), num(r.peakRssMb), pct(r.serverCpu)];
 
 export function renderMarkdown(report) {
   const { machine: m, settings: s } = report;
@@ -48,21 +58,7 @@ export function renderMarkdown(report) {
     );
     const rows = Object.entries(c).map(([name, r]) =>
       r.runs === 0
-        ? [
-            r.title ?? name,
-            'failed',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            String(r.error ?? '').slice(0, 120),
-          ]
+        ? failedRow(r.title ?? name, 13, r.error)
         : [
             r.title ?? name,
             int(r.reqPerSec),
@@ -71,10 +67,7 @@ export function renderMarkdown(report) {
             ms(r.p50),
             ms(r.p99),
             x(r.p99VsBaseline),
-            num(r.non2xx),
-            num(r.errors),
-            num(r.peakRssMb),
-            pct(r.serverCpu),
+            ...health(r),
             pct(r.loadCpu),
             `${r.perRun.map(int).join(' · ')}${r.failed ? ` (${r.failed} failed)` : ''}`,
           ],
@@ -89,10 +82,7 @@ export function renderMarkdown(report) {
           'p50 ms',
           'p99 ms',
           'p99 × baseline',
-          'non-2xx',
-          'errors',
-          'peak RSS MB',
-          'server CPU',
+          ...HEALTH_HEAD,
           'load CPU',
           'creates/s per run',
         ],
@@ -112,34 +102,20 @@ export function renderMarkdown(report) {
     const rows = g.sizes.map((size) => {
       const r = g.summary[size];
       return r.runs === 0
-        ? [count(size), 'failed', '', '', '', '', '', '', '', String(r.error ?? '').slice(0, 120)]
+        ? failedRow(count(size), 10, r.error)
         : [
             count(size),
             int(r.createsPerSec),
             x(r.vsFirst),
             ms(r.p50),
             ms(r.p99),
-            num(r.non2xx),
-            num(r.errors),
-            num(r.peakRssMb),
-            pct(r.serverCpu),
+            ...health(r),
             r.perRun.map(int).join(' · '),
           ];
     });
     out.push(
       table(
-        [
-          'stored',
-          'creates/s',
-          `× at ${first}`,
-          'p50 ms',
-          'p99 ms',
-          'non-2xx',
-          'errors',
-          'peak RSS MB',
-          'server CPU',
-          'creates/s per run',
-        ],
+        ['stored', 'creates/s', `× at ${first}`, 'p50 ms', 'p99 ms', ...HEALTH_HEAD, 'creates/s per run'],
         rows,
       ),
     );

@@ -1,6 +1,6 @@
 // What the load generator sends: ids (unique per request) and request bodies for each scenario.
-// Shared by the load worker (load.mjs) and the harness (run.mjs), which checks the tRPC bodies
-// against superjson and sends one of each before every run.
+// Shared by the load worker (load.mjs) and the harness, which checks the tRPC bodies against
+// superjson (run.mjs) and sends one of each before every run (lib/measure.mjs).
 
 const M63 = (1n << 63n) - 1n;
 
@@ -44,6 +44,19 @@ export function restBody(id) {
  */
 export function trpcInput(id) {
   return `{"json":{"id":"${id}","name":"${PLANT_NAME}","tag":"${PLANT_TAG}"},"meta":{"values":{"id":["bigint"]},"v":1}}`;
+}
+
+/** Throws unless `trpcInput` is what superjson itself produces, for a few ids up to the int64 ends. */
+export async function checkSuperjsonFormat() {
+  const { default: superjson } = await import('superjson');
+  for (const id of ['1', '9223372036854775807', '-9223372036854775808', String(scatter(7))]) {
+    const expected = JSON.stringify(
+      superjson.serialize({ id: BigInt(id), name: PLANT_NAME, tag: PLANT_TAG }),
+    );
+    if (trpcInput(id) !== expected) {
+      throw new Error(`the tRPC body format drifted from superjson: ${trpcInput(id)} vs ${expected}`);
+    }
+  }
 }
 
 /** Path of a tRPC batch of `size` creates: httpBatchLink joins one procedure path per call. */

@@ -1,8 +1,9 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { type AuthResult, createTokenVerifier, type Scope, type TokenVerifier } from './auth.ts';
+import type { AuthResult, TokenVerifier } from './auth.ts';
 import { authMiddleware } from './http/auth.ts';
+import { authFailureMiddleware } from './http/auth-failures.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { docsMiddleware } from './http/docs.ts';
 import { errorMiddleware } from './http/errors.ts';
@@ -12,38 +13,49 @@ import { observeMiddleware } from './http/observe.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
 import { trpcAdapter } from './http/trpc.ts';
+import type { RequestScope } from './heavy-reads.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
 import type { Context } from './trpc.ts';
+import { newPlantWebhook } from './webhooks/event.ts';
 
 export type AppOptions = {
   store: PlantStore;
-  tokens: readonly { name: string; secret: string; scopes: readonly Scope[] }[];
   log: Logger;
   /** The URL clients reach this server at, for the OpenAPI document's `servers`. */
   publicUrl: string;
-  /** Checks bearer tokens; by default one built from `tokens`. */
-  verifier?: TokenVerifier;
+  /** Checks bearer tokens (`createTokenVerifier`). */
+  verifier: TokenVerifier;
   /** Where request and store metrics go; a fresh registry by default. */
   metrics?: Metrics;
-  /** Per-token rate limiting of the API routes; none by default. */
+  /** Per-token rate limiting of the API routes and /metrics; none by default. */
   rateLimit?: { limiter: RateLimiterAbstract; limit: RateLimit };
+  /** Per-address limit on failed authentications, on every route that checks a token; none by default. */
+  authFailures?: { limiter: RateLimiterAbstract; limit: RateLimit };
   /** Browser origins allowed by CORS; none by default. */
   corsOrigins?: readonly string[];
+  /** Subscribers of the new-plant webhook (`WEBHOOK_URLS`): a create enqueues one delivery each; none by default. */
+  webhookUrls?: readonly string[];
 };
 
 /**
  * Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler.
  * Order: observe (ids, headers, log, metrics) → errors → CORS → token check → public routes →
- * rate limit → tRPC → REST.
+ * failed-authentication limit → rate limit → /metrics → tRPC → REST: every route that checks a
+ * token runs after both limits.
  */
 export function createApp(options: AppOptions): Koa {
-  const { tokens, log, publicUrl, rateLimit, corsOrigins = [] } = options;
+  const { verifier, log, publicUrl, rateLimit, authFailures, corsOrigins = [] } = options;
   const metrics = options.metrics ?? createMetrics();
   const store = instrumentStore(options.store, metrics);
-  const verifier = options.verifier ?? createTokenVerifier(tokens);
-  const createContext = (auth: AuthResult): Context => ({ store, auth });
+  const webhooks = newPlantWebhook(options.webhookUrls);
+  const createContext = (auth: AuthResult, request: RequestScope): Context => ({
+    store,
+    webhooks,
+    auth,
+    request,
+  });
   const routes = restRoutes(appRouter);
   // Built on first request, from a chunk loaded then: start-up does not pay for zod-openapi.
   let documentJson: Promise<string> | undefined;
@@ -66,9 +78,10 @@ export function createApp(options: AppOptions): Koa {
   });
   app.use(docsMiddleware());
   app.use(healthMiddleware(store));
-  app.use(metricsMiddleware(metrics));
+  if (authFailures) app.use(authFailureMiddleware(authFailures.limiter, authFailures.limit));
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
+  app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store }));
+  app.use(restAdapter(routes, { store, webhooks }));
   return app;
 }

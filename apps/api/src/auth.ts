@@ -14,26 +14,47 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** Tokens the store issued (see `TokenStore`): their names, SHA-256 digests (hex) and scopes. */
 export type IssuedToken = { name: string; digest: string; scopes: readonly Scope[] };
 
-/** Checks bearer tokens; `setIssued` swaps in the store's current tokens (revocations drop out). */
+/**
+ * Checks bearer tokens. `setIssued` swaps in the store's current issued tokens (revocations drop
+ * out); they are accepted for `issuedMaxAgeMs` after it, then refused until the next `setIssued`.
+ */
 export type TokenVerifier = {
   verify(authorization: string | undefined): AuthResult;
   setIssued(tokens: readonly IssuedToken[]): void;
+  /** Whether issued tokens are refused because the last `setIssued` is older than `issuedMaxAgeMs`. */
+  issuedStale(): boolean;
 };
+
+/** Names configured tokens take: `api-token-N` (the Nth of API_TOKENS) and `generated`. */
+export const configuredTokenName = (index: number) => `api-token-${index + 1}`;
+export const GENERATED_TOKEN_NAME = 'generated';
+
+/** Whether a name belongs to configured tokens, so no issued token may take it. */
+export function isConfiguredTokenName(name: string): boolean {
+  return name === GENERATED_TOKEN_NAME || /^api-token-\d+$/.test(name);
+}
 
 /**
  * Builds a verifier for configured tokens (API_TOKENS, the generated one) and issued ones. Tokens
  * are compared as SHA-256 digests: configured ones with `timingSafeEqual` against each, so timing
  * says nothing about which matched or how much; issued ones by looking the digest up, which reveals
- * nothing an attacker can use since they cannot choose a digest.
+ * nothing an attacker can use since they cannot choose a digest. An issued token never takes a
+ * configured token's name (it would share its limits, logs and metrics): such a token is ignored.
+ * Issued tokens fail closed: past `issuedMaxAgeMs` without a `setIssued` (reloads failing), a
+ * revoked one could still be in the set, so none is accepted.
  */
 export function createTokenVerifier(
   configured: readonly { name: string; secret: string; scopes: readonly Scope[] }[],
+  { issuedMaxAgeMs = Number.POSITIVE_INFINITY, now = () => performance.now() } = {},
 ): TokenVerifier {
   const accepted = configured.map((token) => ({
     principal: { tokenName: token.name, scopes: token.scopes },
     digest: sha256(token.secret),
   }));
+  const configuredNames = new Set(configured.map((token) => token.name));
   let issued = new Map<string, Principal>();
+  let issuedAt = now();
+  const stale = () => now() - issuedAt > issuedMaxAgeMs;
   return {
     verify(authorization) {
       if (authorization === undefined || authorization === '') return { ok: false, reason: 'missing' };
@@ -44,14 +65,18 @@ export function createTokenVerifier(
       for (const token of accepted) {
         if (timingSafeEqual(digest, token.digest) && found === undefined) found = token.principal;
       }
-      found ??= issued.size > 0 ? issued.get(digest.toString('hex')) : undefined;
+      if (found === undefined && issued.size > 0 && !stale()) found = issued.get(digest.toString('hex'));
       return found === undefined ? { ok: false, reason: 'invalid' } : { ok: true, principal: found };
     },
     setIssued(tokens) {
       issued = new Map(
-        tokens.map((token) => [token.digest, { tokenName: token.name, scopes: token.scopes }]),
+        tokens
+          .filter((token) => !configuredNames.has(token.name) && !isConfiguredTokenName(token.name))
+          .map((token) => [token.digest, { tokenName: token.name, scopes: token.scopes }]),
       );
+      issuedAt = now();
     },
+    issuedStale: stale,
   };
 }
 

@@ -1,17 +1,25 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { newTokenSecret, type Scope, tokenDigest } from './auth.ts';
+import { isConfiguredTokenName, newTokenSecret, type Scope, tokenDigest } from './auth.ts';
 import type { Config } from './config.ts';
+import { isSchemaVersion } from './store/migrate.ts';
+import { LATEST_VERSION } from './store/migrations.ts';
 import { migrateStore, openStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
 import { listFailedDeliveries } from './webhooks/cli.ts';
 
 export const USAGE = `Usage: main.js [command]
   (none)                                     serve the api
-  migrate                                    apply pending store migrations
-  token create --name NAME [--scope read|write]...   issue a token (both scopes unless given); prints it once
+  migrate [--to N]                           apply pending store migrations; with --to, take the schema
+                                             to version N instead, reverting newer ones (0: none)
+  token create --name NAME [--scope read|write]...   issue a token (both scopes unless given); prints it once;
+                                             api-token-N and generated are reserved for configured tokens
   token list                                 list issued tokens (never their secrets)
   token revoke --name NAME                   revoke a token (every instance within TOKEN_REFRESH_MS)
-  webhooks failed [--limit N]                list webhook deliveries that used up their attempts`;
+  webhooks failed [--limit N]                list webhook deliveries that used up their attempts
+  help, --help, -h                           show this help
+
+Configuration comes from the environment (DATABASE_URL, API_TOKENS, …): see the README.
+Exit status: 0 done, 1 failed (e.g. the store is unreachable), 2 bad configuration or usage.`;
 
 /** A command's wrong usage: exit 2 with the message and the usage. */
 export class UsageError extends Error {}
@@ -19,9 +27,16 @@ export class UsageError extends Error {}
 /** Runs one administrative command against the configured store; resolves with the exit code. */
 export async function runCommand(config: Config, [command, sub, ...args]: string[]): Promise<number> {
   if (command === 'migrate') {
-    // One JSON line for deploy scripts: the versions this run applied (none when already current).
-    const applied = (await migrateStore(config.store)) ?? [];
-    process.stdout.write(`${JSON.stringify({ migrated: true, applied })}\n`);
+    const { to } = parse(sub === undefined ? [] : [sub, ...args], { to: { type: 'string' } });
+    const version = to === undefined ? undefined : Number(to);
+    if (version !== undefined && !(/^\d+$/.test(to as string) && isSchemaVersion(version))) {
+      throw new UsageError(`--to must be a schema version: 0 to ${LATEST_VERSION}`);
+    }
+    // One JSON line for deploy scripts: the versions this run applied (none when already current),
+    // and with --to the versions it reverted.
+    const { applied, reverted } = await migrateStore(config.store, { to: version });
+    const line = version === undefined ? { migrated: true, applied } : { migrated: true, applied, reverted };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
     return 0;
   }
   if (command === 'token' && sub === 'create') return withStore(config, (store) => createToken(store, args));
@@ -48,6 +63,10 @@ async function createToken(store: PlantStore, args: string[]): Promise<number> {
   });
   if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
     throw new UsageError('--name is required: 1 to 64 letters, digits, ".", "_" or "-"');
+  }
+  // A token of a configured token's name would share its rate limit, logs and metrics.
+  if (isConfiguredTokenName(name)) {
+    throw new UsageError(`--name "${name}" is reserved for configured tokens (api-token-N, generated)`);
   }
   const scopes = [...new Set((scope as string[] | undefined) ?? ['read', 'write'])];
   if (!scopes.every((s): s is Scope => s === 'read' || s === 'write'))

@@ -25,7 +25,34 @@ describe('loadConfig: webhooks', () => {
       pollIntervalMs: 1_000,
       leaseMs: 60_000,
       concurrency: 8,
+      breaker: { failures: 5, cooldownMs: 30_000 },
+      retentionMs: 86_400_000,
     });
+  });
+
+  it('reads the per-subscriber breaker and the retention of delivered deliveries', () => {
+    const config = loadConfig({
+      WEBHOOK_URLS: 'https://a.example/hook',
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_BREAKER_FAILURES: '3',
+      WEBHOOK_BREAKER_COOLDOWN_MS: '1000',
+      WEBHOOK_RETENTION_MS: '0',
+    });
+    expect(config.webhooks).toMatchObject({ breaker: { failures: 3, cooldownMs: 1_000 }, retentionMs: 0 });
+  });
+
+  it('refuses a subscriber URL carrying credentials, without repeating it', () => {
+    for (const url of ['https://user:pa55word@a.example/hook', 'https://only-user@a.example/hook']) {
+      let message = '';
+      try {
+        loadConfig({ WEBHOOK_URLS: `https://b.example/ok,${url}`, WEBHOOK_SECRET: SECRET });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toBe(
+        'Invalid configuration: WEBHOOK_URLS must not carry credentials (user:password@); subscribers authenticate deliveries by their signature',
+      );
+    }
   });
 
   it.each([
@@ -35,6 +62,9 @@ describe('loadConfig: webhooks', () => {
     [{ WEBHOOK_SECRET: 'not-a-secret' }, 'WEBHOOK_SECRET must be whsec_'],
     [{ WEBHOOK_SECRET: `whsec_${randomBytes(8).toString('base64')}` }, 'WEBHOOK_SECRET must be whsec_'],
     [{ WEBHOOK_MAX_ATTEMPTS: '0' }, 'WEBHOOK_MAX_ATTEMPTS'],
+    [{ WEBHOOK_BREAKER_FAILURES: '0' }, 'WEBHOOK_BREAKER_FAILURES'],
+    [{ WEBHOOK_BREAKER_COOLDOWN_MS: 'soon' }, 'WEBHOOK_BREAKER_COOLDOWN_MS'],
+    [{ WEBHOOK_RETENTION_MS: '-1' }, 'WEBHOOK_RETENTION_MS'],
     [
       {
         WEBHOOK_URLS: 'https://a.example/',
@@ -51,5 +81,46 @@ describe('loadConfig: webhooks', () => {
   it('never repeats the secret in its error', () => {
     const secret = 'whsec_short';
     expect(() => loadConfig({ WEBHOOK_SECRET: secret })).toThrow(/^((?!whsec_short).)*$/);
+  });
+});
+
+describe('loadConfig: API_TOKENS', () => {
+  it('reads comma-separated tokens of 16 characters or more', () => {
+    expect(loadConfig({ API_TOKENS: ' plant-store-token-1 ,0123456789abcdef' }).apiTokens).toEqual([
+      'plant-store-token-1',
+      '0123456789abcdef',
+    ]);
+  });
+
+  it.each([
+    ['0123456789abcde', 'API_TOKENS must hold tokens of at least 16 characters'],
+    ['plant-store-token-1,secret', 'API_TOKENS must hold tokens of at least 16 characters'],
+    ['plant store token 1', 'API_TOKENS must hold tokens of letters, digits and -._~+/'],
+    [' , ', 'API_TOKENS must list at least one token'],
+  ])('refuses %j, naming the variable and never the token', (tokens, message) => {
+    expect(() => loadConfig({ API_TOKENS: tokens })).toThrow(message);
+    try {
+      loadConfig({ API_TOKENS: tokens });
+    } catch (error) {
+      for (const token of tokens.split(',')) {
+        if (token.trim() !== '') expect((error as Error).message).not.toContain(token.trim());
+      }
+    }
+  });
+});
+
+describe('loadConfig: Redis and failed authentication', () => {
+  it('bounds Redis calls at 250 ms and failed authentications at 30 per window by default', () => {
+    const config = loadConfig({ RATE_LIMIT_WINDOW_SECONDS: '120' });
+    expect(config.redisTimeoutMs).toBe(250);
+    expect(config.authFailureLimit).toEqual({ points: 30, windowSeconds: 120 });
+    expect(loadConfig({ AUTH_FAILURE_MAX: '0' }).authFailureLimit).toBeUndefined();
+  });
+
+  it.each([
+    [{ REDIS_TIMEOUT_MS: '5' }, 'REDIS_TIMEOUT_MS'],
+    [{ AUTH_FAILURE_MAX: '-1' }, 'AUTH_FAILURE_MAX'],
+  ])('refuses %j', (env, variable) => {
+    expect(() => loadConfig(env)).toThrow(`Invalid configuration: ${variable}`);
   });
 });

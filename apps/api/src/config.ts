@@ -5,8 +5,22 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 
+/** Shortest `API_TOKENS` entry: 16 characters, so no configured token is a guessable word. */
+export const MIN_API_TOKEN_LENGTH = 16;
+
+/** What a bearer token may hold (RFC 6750 b64token): any other character could never match. */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
 /** Standard Webhooks: secrets SHOULD be 24 to 64 random bytes. */
 const WEBHOOK_SECRET_BYTES = { min: 24, max: 64 };
+
+/** The non-empty, trimmed entries of a comma-separated variable; `undefined` when it is unset. */
+function commaList(value: string | undefined): string[] | undefined {
+  return value
+    ?.split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0);
+}
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -22,30 +36,33 @@ const EnvSchema = z.object({
   API_TOKENS: z
     .string()
     .optional()
-    .transform((value) =>
-      value
-        ?.split(',')
-        .map((token) => token.trim())
-        .filter((token) => token.length > 0),
-    )
+    .transform(commaList)
     .refine((tokens) => tokens === undefined || tokens.length > 0, {
       message: 'must list at least one token (comma-separated)',
+    })
+    // Never echo a token in these messages: they are secrets.
+    .refine(
+      (tokens) => tokens === undefined || tokens.every((token) => token.length >= MIN_API_TOKEN_LENGTH),
+      {
+        message: `must hold tokens of at least ${MIN_API_TOKEN_LENGTH} characters (e.g. openssl rand -base64 32)`,
+      },
+    )
+    .refine((tokens) => tokens === undefined || tokens.every((token) => B64TOKEN.test(token)), {
+      message: 'must hold tokens of letters, digits and -._~+/ (optionally ending in =)',
     }),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   NODE_ENV: z.string().default('development'),
   WEBHOOK_URLS: z
     .string()
     .optional()
-    .transform((value) => [
-      ...new Set(
-        value
-          ?.split(',')
-          .map((url) => url.trim())
-          .filter((url) => url.length > 0),
-      ),
-    ])
+    .transform((value) => [...new Set(commaList(value))])
     .refine((urls) => urls.every(isHttpUrl), {
       message: 'must be comma-separated http:// or https:// URLs',
+    })
+    // fetch refuses them, and they would be written to the outbox: refuse them here, never echoed.
+    .refine((urls) => !urls.some(hasCredentials), {
+      message:
+        'must not carry credentials (user:password@); subscribers authenticate deliveries by their signature',
     }),
   WEBHOOK_SECRET: z
     .string()
@@ -61,6 +78,9 @@ const EnvSchema = z.object({
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
   WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(3_600_000).default(60_000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(8),
+  WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
+  WEBHOOK_BREAKER_COOLDOWN_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+  WEBHOOK_RETENTION_MS: z.coerce.number().int().min(0).max(31_536_000_000).default(86_400_000),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   REDIS_URL: z
@@ -69,16 +89,12 @@ const EnvSchema = z.object({
     .refine((url) => url === undefined || /^rediss?:\/\//.test(url), {
       message: 'must be redis://host:port or rediss://…',
     }),
+  REDIS_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
+  AUTH_FAILURE_MAX: z.coerce.number().int().min(0).default(30),
   CORS_ORIGINS: z
     .string()
     .optional()
-    .transform(
-      (value) =>
-        value
-          ?.split(',')
-          .map((origin) => origin.trim())
-          .filter((origin) => origin.length > 0) ?? [],
-    )
+    .transform((value) => commaList(value) ?? [])
     .refine((origins) => origins.every(isOrigin), {
       message:
         'must be comma-separated origins such as https://app.example.com (scheme, host, optional port; no path)',
@@ -120,8 +136,12 @@ export type WebhookConfig = {
   pollIntervalMs: number;
   /** How long a claimed delivery stays invisible to other workers; longer than `timeoutMs`. */
   leaseMs: number;
-  /** Most attempts one process runs at once. */
+  /** Most attempts one process runs at once to one subscriber URL: each URL has its own slots. */
   concurrency: number;
+  /** A subscriber's circuit breaker: open after `failures` failed attempts in a row, for `cooldownMs`. */
+  breaker: { failures: number; cooldownMs: number };
+  /** Delivered deliveries are deleted this long after delivery; failed ones are kept. */
+  retentionMs: number;
 };
 
 /** Server-side bounds on slow and idle clients (node:http), and on draining at shutdown. */
@@ -142,8 +162,15 @@ export type Config = {
   http: HttpConfig;
   /** Requests per token per window; `undefined` when RATE_LIMIT_MAX is 0 (no limit). */
   rateLimit: { points: number; windowSeconds: number } | undefined;
+  /**
+   * Failed authentications (a bearer token that is not valid) per client address per rate-limit
+   * window; past it such requests are answered 429. `undefined` when AUTH_FAILURE_MAX is 0.
+   */
+  authFailureLimit: { points: number; windowSeconds: number } | undefined;
   /** Redis for counters shared by every instance (rate limits); in memory when unset. */
   redisUrl: string | undefined;
+  /** Bound on connecting to Redis and on each command; past it the in-memory limiter answers. */
+  redisTimeoutMs: number;
   /** Browser origins allowed by CORS; none (CORS off) by default. */
   corsOrigins: string[];
   /** How often each instance reloads tokens from the store: the bound on a revocation taking effect. */
@@ -194,7 +221,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       e.RATE_LIMIT_MAX === 0
         ? undefined
         : { points: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
+    authFailureLimit:
+      e.AUTH_FAILURE_MAX === 0
+        ? undefined
+        : { points: e.AUTH_FAILURE_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     redisUrl: e.REDIS_URL,
+    redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     corsOrigins: e.CORS_ORIGINS,
     tokenRefreshMs: e.TOKEN_REFRESH_MS,
     store,
@@ -231,6 +263,8 @@ function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig | undefined 
     pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
     leaseMs: e.WEBHOOK_LEASE_MS,
     concurrency: e.WEBHOOK_CONCURRENCY,
+    breaker: { failures: e.WEBHOOK_BREAKER_FAILURES, cooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS },
+    retentionMs: e.WEBHOOK_RETENTION_MS,
   };
 }
 
@@ -244,6 +278,12 @@ function isHttpUrl(text: string): boolean {
   if (!URL.canParse(text)) return false;
   const { protocol, hostname } = new URL(text);
   return (protocol === 'http:' || protocol === 'https:') && hostname.length > 0;
+}
+
+function hasCredentials(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const { username, password } = new URL(text);
+  return username.length > 0 || password.length > 0;
 }
 
 /** Accepted by the library that signs (so start-up, not the first delivery, finds a bad secret). */

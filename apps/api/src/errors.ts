@@ -11,12 +11,26 @@ const GENERIC_5XX: Record<number, string> = {
 };
 
 /**
+ * The cause of a 503 that says this process is at one of its bounds right now, not failing: its
+ * TRPCError's message is shown, with `Retry-After: 1`.
+ */
+export class BusyError extends Error {
+  override name = 'BusyError';
+}
+
+export function isBusy(error: unknown): boolean {
+  return error instanceof TRPCError && error.cause instanceof BusyError;
+}
+
+/**
  * The single mapping from anything thrown while answering a request to what the client sees.
- * 4xx messages are ours and name the offending field; 5xx messages are generic, whatever the cause.
+ * 4xx messages are ours and name the offending field; 5xx messages are generic, whatever the cause,
+ * except that a busy 503 says which bound was hit.
  */
 export function toHttpError(error: unknown): HttpError {
   if (!(error instanceof TRPCError)) return { status: 500, message: 'Internal server error.' };
   const status = getHTTPStatusCodeFromError(error);
+  if (isBusy(error)) return { status, message: error.message, headers: { 'Retry-After': '1' } };
   if (status >= 500) return { status, message: GENERIC_5XX[status] ?? 'Internal server error.' };
   const issues = validationIssues(error);
   const message = issues === undefined ? error.message : describeIssues(issues);

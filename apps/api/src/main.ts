@@ -1,8 +1,20 @@
+import type { Logger } from 'pino';
+import { describeCauses } from './causes.ts';
 import { runCommand, USAGE, UsageError } from './commands.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
-import { serve } from './serve.ts';
-import { describeStore, openStore } from './store/open-store.ts';
+import { type RunningServer, startServer } from './serve.ts';
+import { openStore } from './store/open-store.ts';
+
+/**
+ * After the store fails for good, how long the process goes on answering (503 for anything that
+ * needs the store, `/readyz` included) before it closes its connections and exits 1: load balancers
+ * and clients get a clean 503 rather than a reset, and the supervisor restarts it soon after.
+ */
+const FATAL_DRAIN_MS = 2_000;
+
+/** After a fatal failure, how long the shutdown may take before the process exits regardless. */
+const FATAL_EXIT_DEADLINE_MS = 1_000;
 
 /**
  * `main.js` serves the api; `main.js <command>` runs an administrative command and exits (see
@@ -10,13 +22,52 @@ import { describeStore, openStore } from './store/open-store.ts';
  * or usage.
  */
 async function main(args: string[]): Promise<number | undefined> {
+  // Help needs no configuration: it works before the environment is set up.
+  if (args[0] === 'help' || args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const config = loadConfig();
   if (args.length > 0) return runCommand(config, args);
-  const log = createLogger(config);
-  const where = describeStore(config.store);
-  const store = await openStore(config.store, config.webhooks?.urls);
-  await serve(config, store, log, where);
+  await serveUntilExit(config, createLogger(config));
   return undefined;
+}
+
+/**
+ * Serves the api until SIGTERM/SIGINT, then exits 0 once it has shut down gracefully. If the store
+ * fails for good (a failed log sync or COMMIT), logs one `fatal` line, goes on answering (503 for
+ * anything that needs the store) for FATAL_DRAIN_MS, then exits 1 so that its supervisor restarts
+ * it on what is on disk.
+ */
+async function serveUntilExit(config: Config, log: Logger): Promise<void> {
+  const store = await openStore(config.store);
+  let running: RunningServer;
+  try {
+    running = await startServer(config, { store, log });
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
+  let exitCode = 0;
+  const exit = () => {
+    log.flush();
+    process.exit(exitCode);
+  };
+  const stop = (signal: string) => void running.close(signal).then(exit);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  void running.failed.then((error) => {
+    exitCode = 1;
+    log.fatal(
+      { reason: describeCauses(error), exitCode, exitInMs: FATAL_DRAIN_MS },
+      'store failed: refusing every request that needs it, exiting for a restart to recover from disk',
+    );
+    setTimeout(() => {
+      void running.close('store failure', 0).then(exit);
+      // Whatever else might keep the drain waiting, the process exits.
+      setTimeout(exit, FATAL_EXIT_DEADLINE_MS);
+    }, FATAL_DRAIN_MS);
+  });
 }
 
 try {
@@ -32,15 +83,6 @@ try {
     process.exit(2);
   }
   // Typically the store: unreachable, or a migration failed. A supervisor restarts the process.
-  process.stderr.write(`Could not start: ${causes(error)}\n`);
+  process.stderr.write(`Could not start: ${describeCauses(error)}\n`);
   process.exit(1);
-}
-
-function causes(error: unknown): string {
-  const messages: string[] = [];
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    // A refused connection to a dual-stack host is an AggregateError with an empty message.
-    messages.push(e.message || String((e as { code?: unknown }).code ?? e.name));
-  }
-  return messages.join(': ') || String(error);
 }

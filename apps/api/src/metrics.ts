@@ -4,19 +4,23 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
- * Reads the webhook outbox's depth when scraped (a store query per scrape, not per request).
+ * Reads the webhook outbox's depth when scraped: pending and failed deliveries, each counted up to
+ * `cap` only, so a scrape costs the same however large the outbox grows.
  */
-export type OutboxCounts = () => Promise<Record<string, number> | undefined>;
+export type OutboxDepth = (options: { cap: number }) => Promise<Record<string, number> | undefined>;
+
+/** The outbox depth gauge reads at most this many (a value of 10,000 means "at least"). */
+export const OUTBOX_DEPTH_CAP = 10_000;
 
 /**
  * Request counts and latency by route template (never the raw path: ids would explode the label
- * set), status and token name; store call latency by operation; webhook outbox depth and failures;
- * and prom-client's default process metrics (CPU, memory, event-loop lag, GC).
+ * set), status and token name; store call latency by operation; where rate-limit counters are
+ * kept; webhook outbox depth and failures; and prom-client's default process metrics (CPU, memory, event-loop lag, GC).
  */
-export function createMetrics(outboxCounts?: OutboxCounts) {
+export function createMetrics(outboxDepth?: OutboxDepth) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  return {
+  const metrics = {
     registry,
     requests: new Counter({
       name: 'plant_store_http_requests_total',
@@ -38,19 +42,30 @@ export function createMetrics(outboxCounts?: OutboxCounts) {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers: [registry],
     }),
+    rateLimitBackend: new Gauge({
+      name: 'plant_store_rate_limit_backend',
+      help: 'Where rate-limit counters are kept now (1): redis (shared by instances) or memory (this instance only)',
+      labelNames: ['backend'] as const,
+      registers: [registry],
+    }),
     webhookOutbox: new Gauge({
       name: 'plant_store_webhook_outbox_depth',
-      help: 'Webhook deliveries in the outbox, by status (pending, delivered, failed)',
+      help: `Webhook deliveries in the outbox, by status (pending, failed), counted up to ${OUTBOX_DEPTH_CAP}`,
       labelNames: ['status'] as const,
       registers: [registry],
       async collect() {
-        const counts = await outboxCounts?.();
+        const counts = await outboxDepth?.({ cap: OUTBOX_DEPTH_CAP });
         if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
       },
     }),
     webhookFailures: new Counter({
       name: 'plant_store_webhook_deliveries_failed_total',
       help: 'Webhook deliveries given up after their last attempt',
+      registers: [registry],
+    }),
+    webhookCircuitsOpen: new Gauge({
+      name: 'plant_store_webhook_circuits_open',
+      help: 'Subscriber URLs whose circuit breaker is open or half-open in this process',
       registers: [registry],
     }),
     webhookAttempts: new Counter({
@@ -60,6 +75,17 @@ export function createMetrics(outboxCounts?: OutboxCounts) {
       registers: [registry],
     }),
   };
+  setRateLimitBackend(metrics, 'memory');
+  return metrics;
+}
+
+/** Records where rate-limit counters are kept from now on. */
+export function setRateLimitBackend(
+  metrics: { rateLimitBackend: Gauge<'backend'> },
+  backend: 'redis' | 'memory',
+): void {
+  metrics.rateLimitBackend.set({ backend: 'redis' }, backend === 'redis' ? 1 : 0);
+  metrics.rateLimitBackend.set({ backend: 'memory' }, backend === 'memory' ? 1 : 0);
 }
 
 /** Times every method of a store (or any object of async functions) into `storeSeconds`. */

@@ -2,10 +2,18 @@ import { TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult, Principal, Scope } from './auth.ts';
+import type { RequestScope } from './heavy-reads.ts';
 import { StoreUnavailableError, type PlantStore } from './store/store.ts';
+import type { NewPlantWebhook } from './webhooks/event.ts';
 
 /** What an operation runs with once the caller is authenticated. */
-export type OperationContext = { store: PlantStore; principal: Principal };
+export type OperationContext = {
+  store: PlantStore;
+  /** The new-plant webhook's subscribers: what a create enqueues with the plant. */
+  webhooks: NewPlantWebhook;
+  principal: Principal;
+  request: RequestScope;
+};
 
 /**
  * One API operation, written once and served twice: as a tRPC procedure (`toMutation`/`toQuery` in
@@ -22,11 +30,14 @@ export type Operation<I extends z.ZodType = z.ZodType, O = unknown> = {
   run(ctx: OperationContext, input: z.output<I>): Promise<O>;
   /**
    * How REST answers with `run`'s result when it is not simply `200` with the result as JSON body.
-   * `path` is the request path (for links).
+   * `path` is the request path and `input` the validated parameters (for links).
    */
   rest?: {
     status: number;
-    present?(output: O, path: string): { body?: unknown; headers?: Record<string, string> };
+    present?(
+      output: O,
+      request: { path: string; input: z.output<I> },
+    ): { body?: unknown; headers?: Record<string, string> };
   };
 };
 

@@ -1,70 +1,164 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
+import type { Redis } from 'ioredis';
+import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { createApp } from './app.ts';
-import { createTokenVerifier, newTokenSecret } from './auth.ts';
+import {
+  configuredTokenName,
+  createTokenVerifier,
+  GENERATED_TOKEN_NAME,
+  type TokenVerifier,
+} from './auth.ts';
 import type { Config } from './config.ts';
+import { generatedToken } from './generated-token.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
-import { createMetrics } from './metrics.ts';
+import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
+import { describeStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
+import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './token-refresh.ts';
 import { type DeliveryWorker, startDeliveryWorker } from './webhooks/worker.ts';
 
 /** API_TOKENS and the generated token may do everything. */
 const ALL_SCOPES = ['read', 'write'] as const;
 
+/** The api serving one store on one port, until `close()`. Exiting the process is main.ts's. */
+export type RunningServer = {
+  /** Where it listens: the configured port, or the one chosen for port 0. */
+  url: string;
+  /**
+   * Resolves, with the cause, once the store has failed for good (`PlantStore.failed`), after the
+   * work that needs it has been stopped: webhook attempts in flight are cut short and token reloads
+   * end. Requests are still answered (503 for anything that needs the store) until `close()`.
+   */
+  failed: Promise<Error>;
+  /**
+   * Stops accepting, lets in-flight requests and webhook attempts finish within `graceMs` (default
+   * SHUTDOWN_GRACE_MS; 0 cuts connections at once, even in a shutdown already under way), then stops token reloads, closes the store and
+   * disconnects Redis. Logs `shutting down` with `signal` (what asked for it) and `stopped`. Calling
+   * it again returns the same promise.
+   */
+  close(signal?: string, graceMs?: number): Promise<void>;
+};
+
 /**
- * Serves the api on `store` until SIGTERM/SIGINT: then stops accepting, lets in-flight requests and
- * webhook attempts finish (within SHUTDOWN_GRACE_MS), closes the store and exits 0.
+ * Serves the api on `store`: the tokens, metrics, Redis, the app, the HTTP server and the webhook
+ * worker, each wired by one step below, in this order. Rejects when it cannot listen (a port in
+ * use, an address not on this host); the store stays the caller's to close then.
  */
-export async function serve(config: Config, store: PlantStore, log: Logger, where: string): Promise<void> {
+export async function startServer(
+  config: Config,
+  { store, log }: { store: PlantStore; log: Logger },
+): Promise<RunningServer> {
+  const { verifier, refresher } = await startTokens(config, store, log);
+  const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
+  const redis = await connectRedis(config, log, metrics);
+  const server = createHttpServer(config, buildApp(config, { store, verifier, log, metrics, redis }));
+  let url: string;
+  try {
+    url = await listen(server, config);
+  } catch (error) {
+    refresher.stop();
+    redis?.disconnect();
+    throw error;
+  }
+  log.info({ url, store: describeStore(config.store) }, 'listening');
+  const worker = startWorker(config, store, log, metrics);
+
+  const failed = store.failed.then((error) => {
+    void worker?.stop(0);
+    refresher.stop();
+    return error;
+  });
+  let closed: Promise<void> | undefined;
+  const close = (signal = 'close', graceMs = config.http.shutdownGraceMs) => {
+    if (closed && graceMs === 0) server.closeAllConnections();
+    closed ??= shutDown({ server, worker, refresher, store, redis, log }, signal, graceMs);
+    return closed;
+  };
+  return { url, failed, close };
+}
+
+/**
+ * The verifier with API_TOKENS (or, with none on SQLite, the generated token) and the issued
+ * tokens, loaded now and then reloaded every TOKEN_REFRESH_MS on every instance: the bound on a new
+ * token or a revocation taking effect. Past a few missed reloads issued tokens are refused, as a
+ * revocation may be among the changes not seen.
+ */
+async function startTokens(
+  config: Config,
+  store: PlantStore,
+  log: Logger,
+): Promise<{ verifier: TokenVerifier; refresher: TokenRefresh }> {
   const configured = (config.apiTokens ?? []).map((secret, i) => ({
-    name: `api-token-${i + 1}`,
+    name: configuredTokenName(i),
     secret,
     scopes: ALL_SCOPES,
   }));
   // With no API_TOKENS an SQLite service still starts authenticated: see generatedToken.
   if (config.apiTokens === undefined && config.store.kind === 'sqlite') {
-    configured.push({ name: 'generated', secret: generatedToken(config.store.path), scopes: ALL_SCOPES });
+    const file = join(dirname(resolve(config.store.path)), 'api-token');
+    configured.push({ name: GENERATED_TOKEN_NAME, secret: generatedToken(file), scopes: ALL_SCOPES });
   }
-  const verifier = createTokenVerifier(configured);
-  // Issued tokens (`main.js token create`) are reloaded every TOKEN_REFRESH_MS on every instance:
-  // the bound on a new token or a revocation taking effect.
-  const refreshTokens = async () => verifier.setIssued(await store.tokens.active());
-  await refreshTokens();
-  const refresher = setInterval(() => {
-    refreshTokens().catch((error: unknown) => log.warn({ reason: String(error) }, 'could not reload tokens'));
-  }, config.tokenRefreshMs).unref();
+  const verifier = createTokenVerifier(configured, {
+    issuedMaxAgeMs: MISSED_RELOADS_BEFORE_REFUSAL * config.tokenRefreshMs,
+  });
+  const refresher = await startTokenRefresh({
+    verifier,
+    load: () => store.tokens.active(),
+    intervalMs: config.tokenRefreshMs,
+    log,
+  });
   if (configured.length === 0 && (await store.tokens.active()).length === 0) {
     log.warn('no API_TOKENS and no issued tokens: every request will be answered 401 until `token create`');
   }
+  return { verifier, refresher };
+}
 
-  // Loaded only when configured, like the PostgreSQL driver.
-  const redis = config.redisUrl
-    ? new (await import('ioredis')).Redis(config.redisUrl, {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-      })
-    : undefined;
-  redis?.on('error', (error) =>
-    log.warn({ reason: error.message }, 'redis unavailable; rate limits fall back to memory'),
-  );
-  // One registry for the app's metrics and the webhook worker's, served at /metrics.
-  const metrics = createMetrics(() => store.deliveries.counts().catch(() => undefined));
-  const app = createApp({
+/** The shared rate-limit counters, when REDIS_URL is set. Loaded only then, like the PostgreSQL driver. */
+async function connectRedis(config: Config, log: Logger, metrics: Metrics): Promise<Redis | undefined> {
+  if (!config.redisUrl) return undefined;
+  return (await import('./redis.ts')).connectRedis(config.redisUrl, {
+    timeoutMs: config.redisTimeoutMs,
+    log,
+    onBackend: (backend) => setRateLimitBackend(metrics, backend),
+  });
+}
+
+/** The Koa app, with the configured rate limits (in Redis when connected, else in memory). */
+function buildApp(
+  config: Config,
+  parts: {
+    store: PlantStore;
+    verifier: TokenVerifier;
+    log: Logger;
+    metrics: Metrics;
+    redis: Redis | undefined;
+  },
+): Koa {
+  const { store, verifier, log, metrics, redis } = parts;
+  return createApp({
     store,
-    tokens: [],
     verifier,
     log,
     metrics,
     publicUrl: `http://${config.host}:${config.port}`,
     corsOrigins: config.corsOrigins,
+    webhookUrls: config.webhooks?.urls,
     ...(config.rateLimit && {
       rateLimit: { limiter: createRateLimiter(config.rateLimit, redis), limit: config.rateLimit },
     }),
+    ...(config.authFailureLimit && {
+      authFailures: {
+        limiter: createRateLimiter(config.authFailureLimit, redis, 'auth-failures'),
+        limit: config.authFailureLimit,
+      },
+    }),
   });
+}
 
-  const server = createServer(
+function createHttpServer(config: Config, app: Koa): Server {
+  return createServer(
     {
       headersTimeout: config.http.headersTimeoutMs,
       requestTimeout: config.http.requestTimeoutMs,
@@ -74,52 +168,61 @@ export async function serve(config: Config, store: PlantStore, log: Logger, wher
     },
     app.callback(),
   );
-  let stopping = false;
-  let worker: DeliveryWorker | undefined;
-  server.listen(config.port, config.host, () => {
-    const address = server.address();
-    const port = typeof address === 'object' && address !== null ? address.port : config.port;
-    log.info({ url: `http://${config.host}:${port}`, store: where }, 'listening');
-    if (config.webhooks && !stopping) {
-      worker = startDeliveryWorker({ outbox: store.deliveries, config: config.webhooks, log, metrics });
-      log.info({ subscribers: config.webhooks.urls.length }, 'webhook worker started');
-    }
-  });
-
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down');
-    const grace = config.http.shutdownGraceMs;
-    const force = setTimeout(() => server.closeAllConnections(), grace).unref();
-    // The worker finishes its attempts in flight (within the grace) while requests drain.
-    const workerStopped = worker?.stop(grace);
-    server.close(async () => {
-      clearTimeout(force);
-      clearInterval(refresher);
-      await workerStopped;
-      await store.close();
-      redis?.disconnect();
-      log.info('stopped');
-      log.flush();
-      process.exit(0);
-    });
-    server.closeIdleConnections();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
-/**
- * With no API_TOKENS, the service still starts authenticated: a token is generated on first start,
- * saved beside the database (mode 0600) and reused on later starts. Its value is never logged.
- */
-function generatedToken(sqlitePath: string): string {
-  const file = join(dirname(resolve(sqlitePath)), 'api-token');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(dirname(file), { recursive: true });
-  const token = newTokenSecret();
-  writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
-  process.stderr.write(`No API_TOKENS set: generated a bearer token and saved it to ${file}\n`);
-  return token;
+/** Listens on HOST:PORT and returns the url; rejects on a listen error. */
+async function listen(server: Server, config: Config): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  return `http://${config.host}:${port}`;
+}
+
+/** The webhook delivery worker, when WEBHOOK_URLS is set. */
+function startWorker(
+  config: Config,
+  store: PlantStore,
+  log: Logger,
+  metrics: Metrics,
+): DeliveryWorker | undefined {
+  if (!config.webhooks) return undefined;
+  const worker = startDeliveryWorker({ outbox: store.deliveries, config: config.webhooks, log, metrics });
+  log.info({ subscribers: config.webhooks.urls.length }, 'webhook worker started');
+  return worker;
+}
+
+/** The graceful shutdown that `RunningServer.close` describes. */
+async function shutDown(
+  parts: {
+    server: Server;
+    worker: DeliveryWorker | undefined;
+    refresher: TokenRefresh;
+    store: PlantStore;
+    redis: Redis | undefined;
+    log: Logger;
+  },
+  signal: string,
+  graceMs: number,
+): Promise<void> {
+  const { server, worker, refresher, store, redis, log } = parts;
+  log.info({ signal }, 'shutting down');
+  if (graceMs === 0) server.closeAllConnections();
+  const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
+  // The worker finishes its attempts in flight (within the grace) while requests drain.
+  const workerStopped = worker?.stop(graceMs);
+  const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  await drained;
+  clearTimeout(force);
+  refresher.stop();
+  await workerStopped;
+  await store.close();
+  redis?.disconnect();
+  log.info('stopped');
 }

@@ -4,8 +4,10 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult } from './auth.ts';
 import { toHttpError } from './errors.ts';
+import type { RequestScope } from './heavy-reads.ts';
 import { type AnyOperation, authorize, type Operation } from './operation.ts';
 import type { PlantStore } from './store/store.ts';
+import type { NewPlantWebhook } from './webhooks/event.ts';
 
 /**
  * What every procedure sees, whichever transport called it. Tests build it directly.
@@ -13,8 +15,12 @@ import type { PlantStore } from './store/store.ts';
  */
 export type Context = {
   store: PlantStore;
+  /** The new-plant webhook's subscribers: what a create enqueues with the plant. */
+  webhooks: NewPlantWebhook;
   /** The request's bearer token, checked once per HTTP request (http/auth.ts). */
   auth: AuthResult;
+  /** The HTTP request the call arrived in. */
+  request: RequestScope;
 };
 
 const t = initTRPC
@@ -32,9 +38,6 @@ const t = initTRPC
 
 /** @see https://trpc.io/docs/server/routers */
 export const router = t.router;
-
-/** Procedures anyone may call (health checks). @see https://trpc.io/docs/server/procedures */
-export const publicProcedure = t.procedure;
 
 /**
  * An operation's procedure: authorized for the operation's scope, then its input validated.

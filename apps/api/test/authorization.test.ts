@@ -1,6 +1,7 @@
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTokenVerifier } from '../src/auth.ts';
 import type { AppRouter } from '../src/router.ts';
 import { errorBody, send } from './support/http.ts';
 import { type InProcessApi, startInProcess } from './support/in-process.ts';
@@ -15,10 +16,10 @@ describe('scopes', () => {
 
   beforeAll(async () => {
     api = await startInProcess({
-      tokens: [
+      verifier: createTokenVerifier([
         { name: 'reader', secret: READER, scopes: ['read'] },
         { name: 'writer', secret: WRITER, scopes: ['write'] },
-      ],
+      ]),
     });
     ({ url, store } = api);
   });

@@ -12,7 +12,7 @@ describe('the SQLite store', () => {
     const { tmpdir } = await import('node:os');
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-durable-'));
     const file = join(dir, 'plants.db');
-    const store = openSqliteStore(file);
+    const store = await openSqliteStore(file);
     const observer = new Database(file, { readonly: true });
     observer.defaultSafeIntegers(true);
     const seen = observer.prepare<[bigint], { id: bigint }>('SELECT id FROM plants WHERE id = ?');

@@ -75,6 +75,16 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
       expect(answer.status).toBe(200);
       expect(answer.text).toBe('{"name":"Monstera 🌿 deliciosa","tag":"ça"}');
     });
+
+    it('accepts a name of 200 characters and a tag of 100, counted in characters', async () => {
+      const id = nextId++;
+      const [name, tag] = ['🌿'.repeat(200), 'ü'.repeat(100)];
+      const answer = await create(id, `,"name":"${name}","tag":"${tag}"`);
+      expect(answer.status).toBe(200);
+      expect(answer.text).toBe(JSON.stringify({ name, tag }));
+      const read = await send(`${api.url}/plants/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(read.text).toBe(`{"id":${id},"name":"${name}","tag":"${tag}"}`);
+    });
   });
 
   describe('int64 ids are exact over the whole range', () => {
@@ -126,6 +136,21 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
       ['a missing name', '{"id":77}', 'Invalid request body: name is required.'],
       ['a numeric name', '{"id":77,"name":5}', 'Invalid request body: name must be a string.'],
       ['a null tag', '{"id":77,"name":"Fern","tag":null}', 'Invalid request body: tag must be a string.'],
+      [
+        'a name of 201 characters',
+        `{"id":77,"name":"${'x'.repeat(201)}"}`,
+        'Invalid request body: name must be at most 200 characters.',
+      ],
+      [
+        'a tag of 101 characters',
+        `{"id":77,"name":"Fern","tag":"${'🌿'.repeat(101)}"}`,
+        'Invalid request body: tag must be at most 100 characters.',
+      ],
+      [
+        'a 60,000-character name (under the body limit)',
+        `{"id":77,"name":"${'x'.repeat(60_000)}"}`,
+        'Invalid request body: name must be at most 200 characters.',
+      ],
       [
         'a NUL character in the name',
         '{"id":77,"name":"Fe\\u0000rn"}',

@@ -56,15 +56,15 @@ describe('GET /openapi.json', () => {
       Plant: {
         type: 'object',
         required: ['name'],
-        properties: { name: { type: 'string' }, tag: { type: 'string' } },
+        properties: { name: { type: 'string', maxLength: 200 }, tag: { type: 'string', maxLength: 100 } },
       },
       NewPlant: {
         type: 'object',
         required: ['id', 'name'],
         properties: {
           id: { type: 'integer', format: 'int64' },
-          name: { type: 'string' },
-          tag: { type: 'string' },
+          name: { type: 'string', maxLength: 200 },
+          tag: { type: 'string', maxLength: 100 },
         },
       },
       Error: {
@@ -73,6 +73,10 @@ describe('GET /openapi.json', () => {
         properties: { error: { type: 'integer', format: 'int32' }, message: { type: 'string' } },
       },
     });
+    // What a store answers carries no limit: it may hold plants from before the limits existed.
+    const stored = doc.components.schemas.PlantWithId as { properties: Record<string, object> };
+    expect(stored.properties.name).toEqual({ type: 'string', description: 'The name of the plant' });
+    expect(stored.properties.tag).not.toHaveProperty('maxLength');
   });
 
   it('documents POST /plants: required NewPlant body, 200 Plant, errors as Error', () => {

@@ -1,16 +1,20 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { migratePostgres } from '../src/store/postgres.ts';
-import { postgresMigrations } from '../src/store/postgres-migrations.ts';
+import { migrations } from '../src/store/migrations.ts';
 import { type ApiProcess, startApiProcess } from './support/api-process.ts';
 import { errorBody, postPlant } from './support/http.ts';
-import { postgresAvailable, postgresTestStore, type TestStoreInstance } from './support/stores.ts';
+import {
+  postgresAvailable,
+  postgresTestStore,
+  type TestStoreInstance,
+  withPostgresClient,
+} from './support/stores.ts';
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const INSTANCES = 3;
-const MIGRATIONS = postgresMigrations.map(({ version, name }) => ({ version, name }));
+const MIGRATIONS = migrations.map(({ version, name }) => ({ version, name }));
 const VERSIONS = MIGRATIONS.map(({ version }) => version);
 
 /** Runs `fn` over `items` with at most `limit` running at once. */
@@ -27,18 +31,8 @@ async function inParallel<T, R>(items: T[], limit: number, fn: (item: T) => Prom
   return results;
 }
 
-async function withDatabase<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 const migrationRows = (url: string) =>
-  withDatabase(url, async (client) => {
+  withPostgresClient(url, async (client) => {
     const { rows } = await client.query('SELECT version, name FROM schema_migrations ORDER BY version');
     return rows;
   });
@@ -52,7 +46,7 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
         Array.from({ length: INSTANCES }, () => migratePostgres({ url, timeoutMs: 5_000 })),
       );
       // One run applied every version; the others waited on the advisory lock and found nothing to do.
-      expect(applied.flat()).toStrictEqual(VERSIONS);
+      expect(applied.flatMap((run) => run.applied)).toStrictEqual(VERSIONS);
       expect(await migrationRows(url)).toStrictEqual(MIGRATIONS);
       expect(await store.ids()).toStrictEqual([]);
     } finally {
@@ -63,7 +57,7 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
   it('the migrate command, run by 3 processes at once, applies each migration once and exits 0', async () => {
     const store = await postgresTestStore.setup();
     try {
-      const env = { PATH: process.env.PATH ?? '', API_TOKENS: 'test-token', ...store.env };
+      const env = { PATH: process.env.PATH ?? '', API_TOKENS: 'plant-store-test-token', ...store.env };
       const runs = await Promise.all(
         Array.from({ length: INSTANCES }, () =>
           promisify(execFile)(process.execPath, [MAIN, 'migrate'], { env }),
@@ -135,7 +129,7 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
       );
 
       for (const api of apis) expect(await api.stop()).toBe(0);
-      const rows = await withDatabase(store.env.DATABASE_URL!, async (client) => {
+      const rows = await withPostgresClient(store.env.DATABASE_URL!, async (client) => {
         const result = await client.query<{ id: string; name: string }>(
           'SELECT id::text AS id, name FROM plants ORDER BY id',
         );

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { Redis } from 'ioredis';
+import superjson from 'superjson';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createTokenVerifier } from '../src/auth.ts';
 import { createRateLimiter } from '../src/http/rate-limit.ts';
 import { send } from './support/http.ts';
 import { type InProcessApi, startInProcess } from './support/in-process.ts';
@@ -23,7 +26,7 @@ afterAll(async () => {
 
 async function start(redis?: Redis) {
   const api = await startInProcess({
-    tokens: TOKENS.map((token) => ({ ...token, scopes: [...token.scopes] })),
+    verifier: createTokenVerifier(TOKENS),
     rateLimit: { limiter: createRateLimiter(limit, redis), limit },
   });
   started.push(api);
@@ -62,6 +65,18 @@ describe('rate limiting in memory', () => {
     expect((await get(api, 'alice-token')).status).toBe(200);
   });
 
+  it('limits /metrics like any route that checks a token', async () => {
+    const api = await start();
+    const scrape = (token: string) =>
+      send(`${api.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await scrape('alice-token')).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const guesses = [];
+    for (let i = 0; i < 4; i++) guesses.push((await scrape(`guess-${i}`)).status);
+    expect(guesses).toEqual([401, 401, 401, 429]);
+  });
+
   it('limits creates before storing anything', async () => {
     const api = await start();
     const post = (id: number) =>
@@ -77,16 +92,68 @@ describe('rate limiting in memory', () => {
   });
 });
 
+describe('rate limiting of tRPC batches', () => {
+  const batchLimit = { points: 5, windowSeconds: 60 };
+  const trpc = (
+    api: InProcessApi,
+    token: string,
+    paths: string[],
+    init: { method?: string; body?: string; query?: string } = {},
+  ) =>
+    send(`${api.url}/trpc/${paths.join(',')}?batch=1${init.query ?? ''}`, {
+      method: init.method ?? 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: init.body,
+    });
+  const creates = (ids: bigint[]) =>
+    JSON.stringify(Object.fromEntries(ids.map((id, i) => [i, superjson.serialize({ id, name: 'Fern' })])));
+
+  it('counts every call of a batch, and answers 429 to a batch larger than the points left, storing nothing', async () => {
+    const api = await startInProcess({
+      verifier: createTokenVerifier(TOKENS),
+      rateLimit: { limiter: createRateLimiter(batchLimit, undefined), limit: batchLimit },
+    });
+    started.push(api);
+    const paths = ['plants.create', 'plants.create', 'plants.create'];
+    const first = await trpc(api, 'alice-token', paths, { body: creates([1n, 2n, 3n]) });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit')).toMatch(/^"default";r=2;t=(59|60)$/);
+    const second = await trpc(api, 'alice-token', paths, { body: creates([4n, 5n, 6n]) });
+    expect(second.status).toBe(429);
+    expect(second.headers.get('retry-after')).toMatch(/^(59|60)$/);
+    expect(second.json).toEqual({
+      error: 429,
+      message: expect.stringMatching(/^Too many requests: the limit is 5 per 60 s; retry in \d+ s\.$/),
+    });
+    expect(await api.store.ids()).toEqual([1n, 2n, 3n]);
+
+    // Queries batched in a GET count the same way, with percent-encoded commas too.
+    const input = encodeURIComponent(
+      JSON.stringify({ 0: superjson.serialize({ limit: 1 }), 1: superjson.serialize({ limit: 2 }) }),
+    );
+    const lists = await trpc(api, 'bob-token', ['plants.list%2Cplants.list'], {
+      method: 'GET',
+      query: `&input=${input}`,
+    });
+    expect(lists.status).toBe(200);
+    expect(lists.headers.get('ratelimit')).toMatch(/^"default";r=3;t=(59|60)$/);
+    const single = await send(`${api.url}/plants`, { headers: { authorization: 'Bearer bob-token' } });
+    expect(single.headers.get('ratelimit')).toMatch(/^"default";r=2;t=(59|60)$/);
+  });
+});
+
 describe.runIf(redisAvailable())('rate limiting in Redis', () => {
   it('holds one limit across instances sharing Redis', async () => {
     const prefix = randomUUID();
-    const connect = () => {
+    // The limiter uses Redis only once the client is ready (memory until then).
+    const connect = async () => {
       const client = new Redis(redisUrl, { keyPrefix: `${prefix}:` });
       clients.push(client);
+      await once(client, 'ready');
       return client;
     };
-    const one = await start(connect());
-    const two = await start(connect());
+    const one = await start(await connect());
+    const two = await start(await connect());
     const statuses = [
       (await get(one, 'alice-token')).status,
       (await get(two, 'alice-token')).status,

@@ -14,7 +14,7 @@ describe('smoke', () => {
   it('creates over REST', async () => {
     const res = await fetch(`${api.url}/plants`, {
       method: 'POST',
-      headers: { authorization: 'Bearer test-token', 'content-type': 'application/json' },
+      headers: { authorization: 'Bearer plant-store-test-token', 'content-type': 'application/json' },
       body: '{"id":1,"name":"Fern"}',
     });
     expect(res.status).toBe(200);

@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { NewPlant } from '@plant-store/schema';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { type PlantStore, StoreUnavailableError } from '../src/store/store.ts';
+import { type NewDelivery, type PlantStore, StoreUnavailableError } from '../src/store/store.ts';
+import { newPlantWebhook } from '../src/webhooks/event.ts';
+import { TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 const INT64_MIN = -(2n ** 63n);
@@ -41,8 +44,7 @@ const shuffled = <T>(items: T[]) =>
 describe.each(testStores())('the $name store', (testStore) => {
   let instance: TestStoreInstance;
   let store: PlantStore;
-  const open = (webhookUrls: readonly string[] = []) =>
-    openStore(loadConfig({ ...instance.env, API_TOKENS: 'contract' }).store, webhookUrls);
+  const open = () => openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
 
   beforeEach(async () => {
     instance = await testStore.setup();
@@ -62,7 +64,7 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(await store.get(SAFE)).toStrictEqual({ id: SAFE, name: 'P' });
       expect(await store.delete(SAFE + 1n)).toBe(false);
       expect(await store.delete(404n)).toBe(false);
-      expect((await store.list({ limit: 10 })).map((plant) => plant.id)).toEqual([
+      expect((await store.list({ limit: 10 })).plants.map((plant) => plant.id)).toEqual([
         INT64_MIN,
         SAFE,
         INT64_MAX,
@@ -110,7 +112,7 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(await store.create({ id: 7n, name: 'Fern', tag: 'herb' })).toBe(true);
       expect(await store.create({ id: 7n, name: 'Cactus' })).toBe(false);
       expect(await store.get(7n)).toStrictEqual({ id: 7n, name: 'Fern', tag: 'herb' });
-      expect(await store.list({ limit: 10 })).toHaveLength(1);
+      expect((await store.list({ limit: 10 })).plants).toHaveLength(1);
     });
 
     it('keeps text exactly: quotes, backslashes, non-ASCII and long names', async () => {
@@ -135,18 +137,19 @@ describe.each(testStores())('the $name store', (testStore) => {
 
     it('orders and pages by the exact int64 value', async () => {
       for (const id of shuffled(EDGE_IDS)) await store.create({ id, name: 'Fern' });
-      const listed = (await store.list({ limit: 100 })).map((plant) => plant.id);
+      const listed = (await store.list({ limit: 100 })).plants.map((plant) => plant.id);
       expect(listed).toStrictEqual(ascending(EDGE_IDS));
-      expect((await store.list({ limit: 100, after: SAFE })).map((plant) => plant.id)).toStrictEqual([
+      expect((await store.list({ limit: 100, after: SAFE })).plants.map((plant) => plant.id)).toStrictEqual([
         SAFE + 1n,
         INT64_MAX - 1n,
         INT64_MAX,
       ]);
-      expect((await store.list({ limit: 100, after: INT64_MAX })).map((plant) => plant.id)).toStrictEqual([]);
-      expect((await store.list({ limit: 2, after: INT64_MIN })).map((plant) => plant.id)).toStrictEqual([
-        INT64_MIN + 1n,
-        -(SAFE + 1n),
-      ]);
+      expect(
+        (await store.list({ limit: 100, after: INT64_MAX })).plants.map((plant) => plant.id),
+      ).toStrictEqual([]);
+      expect(
+        (await store.list({ limit: 2, after: INT64_MIN })).plants.map((plant) => plant.id),
+      ).toStrictEqual([INT64_MIN + 1n, -(SAFE + 1n)]);
     });
   });
 
@@ -154,28 +157,35 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('lists in ascending id order, strictly after the cursor, at most limit plants', async () => {
       const ids = [5n, -3n, 0n, 100n, 42n, -1000n, 6n];
       for (const id of shuffled(ids)) await store.create({ id, name: `p${id}`, tag: 't' });
-      expect(await store.list({ limit: 3 })).toStrictEqual([
-        { id: -1000n, name: 'p-1000', tag: 't' },
-        { id: -3n, name: 'p-3', tag: 't' },
-        { id: 0n, name: 'p0', tag: 't' },
-      ]);
-      expect((await store.list({ limit: 10, after: 0n })).map((plant) => plant.id)).toStrictEqual([
+      expect(await store.list({ limit: 3 })).toStrictEqual({
+        plants: [
+          { id: -1000n, name: 'p-1000', tag: 't' },
+          { id: -3n, name: 'p-3', tag: 't' },
+          { id: 0n, name: 'p0', tag: 't' },
+        ],
+        more: true,
+      });
+      expect((await store.list({ limit: 10, after: 0n })).plants.map((plant) => plant.id)).toStrictEqual([
         5n,
         6n,
         42n,
         100n,
       ]);
       // The cursor need not be a stored id.
-      expect((await store.list({ limit: 10, after: 41n })).map((plant) => plant.id)).toStrictEqual([
+      expect((await store.list({ limit: 10, after: 41n })).plants.map((plant) => plant.id)).toStrictEqual([
         42n,
         100n,
       ]);
-      expect(await store.list({ limit: 10, after: 100n })).toStrictEqual([]);
+      expect(await store.list({ limit: 4, after: 0n })).toStrictEqual({
+        plants: [5n, 6n, 42n, 100n].map((id) => ({ id, name: `p${id}`, tag: 't' })),
+        more: false,
+      });
+      expect(await store.list({ limit: 10, after: 100n })).toStrictEqual({ plants: [], more: false });
     });
 
     it('answers an empty list from an empty store', async () => {
-      expect(await store.list({ limit: 10 })).toStrictEqual([]);
-      expect(await store.list({ limit: 10, after: 0n })).toStrictEqual([]);
+      expect(await store.list({ limit: 10 })).toStrictEqual({ plants: [], more: false });
+      expect(await store.list({ limit: 10, after: 0n })).toStrictEqual({ plants: [], more: false });
     });
 
     it('pages through every plant exactly once with the after cursor', async () => {
@@ -184,13 +194,56 @@ describe.each(testStores())('the $name store', (testStore) => {
       const seen: bigint[] = [];
       let after: bigint | undefined;
       for (let pages = 0; pages < 20; pages++) {
-        const page = await store.list(after === undefined ? { limit: 4 } : { limit: 4, after });
-        if (page.length === 0) break;
-        expect(page.length).toBeLessThanOrEqual(4);
-        seen.push(...page.map((plant) => plant.id));
-        after = page.at(-1)!.id;
+        const { plants, more } = await store.list(after === undefined ? { limit: 4 } : { limit: 4, after });
+        expect(plants.length).toBe(more ? 4 : 1);
+        seen.push(...plants.map((plant) => plant.id));
+        if (!more) break;
+        after = plants.at(-1)!.id;
       }
       expect(seen).toStrictEqual(ascending(ids));
+    });
+
+    it('ends a page early at its byte budget of name and tag text, never skipping a plant', async () => {
+      // Bytes of name + tag in UTF-8: 'ü' is 2 bytes, '🌿' 4.
+      const plants = [
+        { id: 1n, name: 'a'.repeat(40), tag: 'ü'.repeat(10) }, // 60
+        { id: 2n, name: '🌿'.repeat(10) }, // 40: 100 in all, exactly the budget
+        { id: 3n, name: 'c' }, // 101: over
+        { id: 4n, name: 'd'.repeat(250) }, // alone over the budget
+        { id: 5n, name: 'e'.repeat(99), tag: '' }, // 99
+        { id: 6n, name: 'f' }, // 100
+      ];
+      for (const plant of shuffled(plants)) expect(await store.create(plant)).toBe(true);
+      const page = (after?: bigint) => store.list({ limit: 10, after, maxBytes: 100 });
+      expect(await page()).toStrictEqual({ plants: plants.slice(0, 2), more: true });
+      expect(await page(2n)).toStrictEqual({ plants: plants.slice(2, 3), more: true });
+      // A plant larger than the whole budget still makes a page of its own.
+      expect(await page(3n)).toStrictEqual({ plants: plants.slice(3, 4), more: true });
+      expect(await page(4n)).toStrictEqual({ plants: plants.slice(4, 6), more: false });
+      // `limit` still bounds a page whose text fits.
+      expect(await store.list({ limit: 1, after: 4n, maxBytes: 100 })).toStrictEqual({
+        plants: plants.slice(4, 5),
+        more: true,
+      });
+    });
+
+    it('holds a page of big rows to the default budget of 1 MiB', async () => {
+      // 40 rows of 60,000 characters, as written before the length limits: 2.4 MB in all.
+      const big = Array.from({ length: 40 }, (_, i) => ({ id: BigInt(i), name: `${i}`.padEnd(60_000, 'x') }));
+      for (const plant of big) await store.create(plant);
+      const seen: bigint[] = [];
+      let after: bigint | undefined;
+      for (let pages = 1; ; pages++) {
+        const { plants, more } = await store.list({ limit: 1000, after });
+        // 17 rows are 1,020,000 bytes; an 18th would pass 1,048,576.
+        expect(plants.length).toBe(more ? 17 : 40 - 17 * 2);
+        expect(plants.every((plant, i) => plant.name === big[seen.length + i]!.name)).toBe(true);
+        seen.push(...plants.map((plant) => plant.id));
+        if (!more) break;
+        after = plants.at(-1)!.id;
+        expect(pages).toBeLessThan(3);
+      }
+      expect(seen).toStrictEqual(big.map((plant) => plant.id));
     });
   });
 
@@ -216,7 +269,9 @@ describe.each(testStores())('the $name store', (testStore) => {
           expect(await store.get(id)).toStrictEqual({ id, name: winners[0]!.name });
           expect(await other.get(id)).toStrictEqual({ id, name: winners[0]!.name });
         }
-        expect((await store.list({ limit: 10 })).map((plant) => plant.id)).toStrictEqual(ascending(ids));
+        expect((await store.list({ limit: 10 })).plants.map((plant) => plant.id)).toStrictEqual(
+          ascending(ids),
+        );
       } finally {
         await other.close();
       }
@@ -226,7 +281,7 @@ describe.each(testStores())('the $name store', (testStore) => {
       const ids = Array.from({ length: 200 }, (_, i) => SAFE + BigInt(i));
       const created = await Promise.all(ids.map((id) => store.create({ id, name: 'Fern' })));
       expect(created.every(Boolean)).toBe(true);
-      expect((await store.list({ limit: 500 })).map((plant) => plant.id)).toStrictEqual(ids);
+      expect((await store.list({ limit: 500 })).plants.map((plant) => plant.id)).toStrictEqual(ids);
     });
   });
 
@@ -247,14 +302,17 @@ describe.each(testStores())('the $name store', (testStore) => {
         () => store.get(1n),
         () => store.list({ limit: 1 }),
         () => store.ping(),
-        () => store.deliveries.claim({ limit: 1, leaseMs: 1_000 }),
+        () => store.deliveries.claim({ url: 'http://127.0.0.1:9/a', limit: 1, leaseMs: 1_000 }),
+        () => store.deliveries.pendingUrls({ limit: 1 }),
         () => store.deliveries.listFailed({ limit: 1 }),
+        () => store.deliveries.depth({ cap: 1 }),
+        () => store.deliveries.prune({ olderThanMs: 0, limit: 1 }),
       ]) {
         await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError);
       }
       // What was acknowledged before close is there for the next opener.
       store = await open();
-      expect(await store.list({ limit: 10 })).toStrictEqual([
+      expect((await store.list({ limit: 10 })).plants).toStrictEqual([
         { id: 1n, name: 'Fern' },
         { id: 2n, name: 'Moss' },
       ]);
@@ -262,25 +320,65 @@ describe.each(testStores())('the $name store', (testStore) => {
   });
   describe('webhook outbox', () => {
     const SUBSCRIBERS = ['http://127.0.0.1:9/a', 'https://hooks.example/b?token=t'] as const;
+    const [A, B] = SUBSCRIBERS;
     const FERN = '{"id":9223372036854775807,"name":"Fern","tag":"herb"}';
     const lease = { leaseMs: 60_000 };
-    const sorted = (deliveries: { url: string; payload: string }[]) =>
-      deliveries
-        .map(({ url, payload }) => ({ url, payload }))
-        .sort((a, b) => a.url.localeCompare(b.url) || a.payload.localeCompare(b.payload));
+    const claimA = (handle: PlantStore, limit = 10, leaseMs = lease.leaseMs) =>
+      handle.deliveries.claim({ url: A, limit, leaseMs });
+    const claimB = (handle: PlantStore, limit = 10, leaseMs = lease.leaseMs) =>
+      handle.deliveries.claim({ url: B, limit, leaseMs });
+    /** A create as the create operation makes it: with one delivery per subscriber. */
+    const webhook = newPlantWebhook(SUBSCRIBERS);
+    const create = (plant: NewPlant, handle = store) => handle.create(plant, webhook.deliveriesFor(plant));
+    const delivery = (n: number, url: string): NewDelivery => ({
+      id: `msg_${String(n).padStart(32, '0')}`,
+      url,
+      payload: `{"n":${n}}`,
+    });
 
-    beforeEach(async () => {
-      await store.close();
-      store = await open(SUBSCRIBERS);
+    it('writes exactly the outbox rows a create is given, and none for a duplicate id', async () => {
+      expect(
+        await store.create({ id: 1n, name: 'Fern' }, [delivery(1, A), delivery(2, B), delivery(3, A)]),
+      ).toBe(true);
+      // The duplicate's plant and its rows are both refused.
+      expect(await store.create({ id: 1n, name: 'Cactus' }, [delivery(4, A), delivery(5, B)])).toBe(false);
+      expect(await store.create({ id: 2n, name: 'Moss' }, [])).toBe(true);
+      expect(await store.create({ id: 3n, name: 'Ivy' })).toBe(true);
+      expect(await store.create({ id: 4n, name: 'Rue' }, [delivery(6, B)])).toBe(true);
+      expect(await store.get(1n)).toStrictEqual({ id: 1n, name: 'Fern' });
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 0, failed: 0 });
+      const claimed = [...(await claimA(store)), ...(await claimB(store))]
+        .map(({ id, url, payload, attempts }) => ({ id, url, payload, attempts }))
+        .sort((x, y) => x.id.localeCompare(y.id));
+      expect(claimed).toStrictEqual(
+        [delivery(1, A), delivery(2, B), delivery(3, A), delivery(6, B)].map((row) => ({
+          ...row,
+          attempts: 1,
+        })),
+      );
+    });
+
+    it('enqueues the rows of exactly one of many concurrent creates of one id', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          store.create({ id: 5n, name: `P${i}` }, [delivery(2 * i, A), delivery(2 * i + 1, B)]),
+        ),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = results.indexOf(true);
+      expect(await store.get(5n)).toStrictEqual({ id: 5n, name: `P${winner}` });
+      const claimed = [...(await claimA(store)), ...(await claimB(store))].map((row) => row.id).sort();
+      expect(claimed).toStrictEqual([delivery(2 * winner, A).id, delivery(2 * winner + 1, B).id]);
     });
 
     it('enqueues one delivery per subscriber with each create, exact payload, and nothing for a duplicate', async () => {
-      expect(await store.create({ id: INT64_MAX, name: 'Fern', tag: 'herb' })).toBe(true);
-      expect(await store.create({ id: INT64_MAX, name: 'Cactus' })).toBe(false);
-      expect(await store.create({ id: -1n, name: 'Moss' })).toBe(true);
+      expect(await create({ id: INT64_MAX, name: 'Fern', tag: 'herb' })).toBe(true);
+      expect(await create({ id: INT64_MAX, name: 'Cactus' })).toBe(false);
+      expect(await create({ id: -1n, name: 'Moss' })).toBe(true);
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 0, failed: 0 });
+      expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([A, B]);
 
-      const claimed = await store.deliveries.claim({ limit: 10, ...lease });
+      const claimed = [...(await claimA(store)), ...(await claimB(store))];
       expect(claimed).toHaveLength(4);
       expect(new Set(claimed.map((delivery) => delivery.id)).size).toBe(4);
       for (const delivery of claimed) {
@@ -288,23 +386,52 @@ describe.each(testStores())('the $name store', (testStore) => {
         expect(delivery.attempts).toBe(1);
         expect(Math.abs(delivery.createdAt.getTime() - Date.now())).toBeLessThan(60_000);
       }
-      expect(sorted(claimed)).toStrictEqual(
-        sorted([
-          { url: SUBSCRIBERS[0], payload: FERN },
-          { url: SUBSCRIBERS[1], payload: FERN },
-          { url: SUBSCRIBERS[0], payload: '{"id":-1,"name":"Moss"}' },
-          { url: SUBSCRIBERS[1], payload: '{"id":-1,"name":"Moss"}' },
-        ]),
-      );
+      // Which deliveries a claim leases is ordered (oldest due first); the order it returns them in is not.
+      const byUrlAndPayload = claimed
+        .map(({ url, payload }) => `${url} ${payload}`)
+        .sort((x, y) => x.localeCompare(y));
+      expect(byUrlAndPayload).toStrictEqual([
+        `${A} {"id":-1,"name":"Moss"}`,
+        `${A} ${FERN}`,
+        `${B} {"id":-1,"name":"Moss"}`,
+        `${B} ${FERN}`,
+      ]);
     });
 
-    it('enqueues nothing when opened without subscribers, and keeps deliveries across reopening', async () => {
-      expect(await store.create({ id: 1n, name: 'Fern' })).toBe(true);
+    it('claims one subscriber at a time: a backlog for one never stands in front of another', async () => {
+      await Promise.all(Array.from({ length: 30 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
+      // A's whole backlog leased (e.g. to a subscriber that never answers), B's still there in full.
+      expect(await claimA(store, 100)).toHaveLength(30);
+      expect(await claimA(store, 100)).toStrictEqual([]);
+      const b = await claimB(store, 4);
+      expect(b.map((delivery) => delivery.url)).toStrictEqual([B, B, B, B]);
+      expect(await claimB(store, 100)).toHaveLength(26);
+      expect(
+        await store.deliveries.claim({ url: 'http://127.0.0.1:9/other', limit: 10, ...lease }),
+      ).toStrictEqual([]);
+    });
+
+    it('lists the URLs with pending deliveries, due or not, and only those', async () => {
+      expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([]);
+      expect(await create({ id: 1n, name: 'Fern' })).toBe(true);
+      expect(await store.deliveries.pendingUrls({ limit: 1 })).toStrictEqual([A]);
+      const [a] = await claimA(store);
+      // Leased (not due) is still pending.
+      expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([A, B]);
+      await store.deliveries.markDelivered(a!.id);
+      const [b] = await claimB(store);
+      await store.deliveries.markFailed(b!.id, 'HTTP 500');
+      expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([]);
+    });
+
+    it('enqueues nothing for a create without outbox rows, and keeps deliveries across reopening', async () => {
+      expect(await create({ id: 1n, name: 'Fern' })).toBe(true);
       await store.close();
       store = await open();
       expect(await store.create({ id: 2n, name: 'Moss' })).toBe(true);
+      expect(await create({ id: 2n, name: 'Moss' })).toBe(false);
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 2, delivered: 0, failed: 0 });
-      const claimed = await store.deliveries.claim({ limit: 10, ...lease });
+      const claimed = [...(await claimA(store)), ...(await claimB(store))];
       expect(claimed.map((delivery) => delivery.payload)).toStrictEqual([
         '{"id":1,"name":"Fern"}',
         '{"id":1,"name":"Fern"}',
@@ -314,15 +441,16 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('hides a claimed delivery from every claim until its lease ends, then hands it out again', async () => {
       const other = await open();
       try {
-        expect(await store.create({ id: 1n, name: 'Fern' })).toBe(true);
-        const [first] = await store.deliveries.claim({ limit: 1, leaseMs: 300 });
-        const [second, ...none] = await other.deliveries.claim({ limit: 10, ...lease });
+        expect(await create({ id: 1n, name: 'Fern' })).toBe(true);
+        expect(await create({ id: 2n, name: 'Moss' })).toBe(true);
+        const [first] = await claimA(store, 1, 300);
+        const [second, ...none] = await claimA(other);
         expect(none).toStrictEqual([]);
         expect(second!.id).not.toBe(first!.id);
-        expect(await store.deliveries.claim({ limit: 10, ...lease })).toStrictEqual([]);
+        expect(await claimA(store)).toStrictEqual([]);
         await sleep(400);
         // The first lease ran out (its worker died, say): claimable again, the attempt counted.
-        const again = await other.deliveries.claim({ limit: 10, ...lease });
+        const again = await claimA(other);
         expect(again).toStrictEqual([{ ...first!, attempts: 2 }]);
       } finally {
         await other.close();
@@ -330,13 +458,14 @@ describe.each(testStores())('the $name store', (testStore) => {
     });
 
     it('records outcomes: delivered is final, retry waits its delay, failed is listed with its last error', async () => {
-      expect(await store.create({ id: 3n, name: 'Ivy' })).toBe(true);
-      const [a, b] = await store.deliveries.claim({ limit: 10, ...lease });
+      expect(await create({ id: 3n, name: 'Ivy' })).toBe(true);
+      const [a] = await claimA(store);
+      const [b] = await claimB(store);
       await store.deliveries.markDelivered(a!.id);
       await store.deliveries.retry(b!.id, { delayMs: 300, error: 'HTTP 500' });
-      expect(await store.deliveries.claim({ limit: 10, ...lease })).toStrictEqual([]);
+      expect(await claimB(store)).toStrictEqual([]);
       await sleep(400);
-      const [retried, ...rest] = await store.deliveries.claim({ limit: 10, ...lease });
+      const [retried, ...rest] = await claimB(store);
       expect(rest).toStrictEqual([]);
       expect(retried).toStrictEqual({ ...b!, attempts: 2 });
       await store.deliveries.markFailed(b!.id, 'no answer within 1000 ms');
@@ -348,21 +477,52 @@ describe.each(testStores())('the $name store', (testStore) => {
       // Late outcomes (from a worker whose lease ran out) change nothing once settled.
       await store.deliveries.retry(a!.id, { delayMs: 0, error: 'late' });
       await store.deliveries.markDelivered(b!.id);
-      expect(await store.deliveries.claim({ limit: 10, ...lease })).toStrictEqual([]);
+      expect([...(await claimA(store)), ...(await claimB(store))]).toStrictEqual([]);
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 0, delivered: 1, failed: 1 });
       expect(await store.deliveries.listFailed({ limit: 10 })).toStrictEqual(failed);
+    });
+
+    it('counts pending and failed deliveries for metrics, each only up to the cap', async () => {
+      await Promise.all(Array.from({ length: 5 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
+      for (const delivery of await claimA(store, 3))
+        await store.deliveries.markFailed(delivery.id, 'HTTP 500');
+      for (const delivery of await claimA(store, 1)) await store.deliveries.markDelivered(delivery.id);
+      expect(await store.deliveries.depth({ cap: 100 })).toStrictEqual({ pending: 6, failed: 3 });
+      expect(await store.deliveries.depth({ cap: 4 })).toStrictEqual({ pending: 4, failed: 3 });
+      expect(await store.deliveries.depth({ cap: 2 })).toStrictEqual({ pending: 2, failed: 2 });
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 6, delivered: 1, failed: 3 });
+    });
+
+    it('prunes delivered deliveries older than the retention, oldest first, at most `limit` at a time', async () => {
+      await Promise.all(Array.from({ length: 5 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
+      const delivered = await claimA(store);
+      for (const delivery of delivered) await store.deliveries.markDelivered(delivery.id);
+      const [failed, pending] = await claimB(store, 2);
+      await store.deliveries.markFailed(failed!.id, 'HTTP 500');
+      await store.deliveries.retry(pending!.id, { delayMs: 0, error: 'HTTP 500' });
+      // Not yet past a retention of a minute.
+      expect(await store.deliveries.prune({ olderThanMs: 60_000, limit: 100 })).toBe(0);
+      await sleep(50);
+      expect(await store.deliveries.prune({ olderThanMs: 20, limit: 2 })).toBe(2);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 3, failed: 1 });
+      expect(await store.deliveries.prune({ olderThanMs: 20, limit: 100 })).toBe(3);
+      expect(await store.deliveries.prune({ olderThanMs: 0, limit: 100 })).toBe(0);
+      // Failed deliveries are kept (listed by `webhooks failed`), pending ones untouched.
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 0, failed: 1 });
+      expect((await store.deliveries.listFailed({ limit: 10 })).map((delivery) => delivery.id)).toStrictEqual(
+        [failed!.id],
+      );
+      expect(await claimB(store)).toHaveLength(4);
     });
 
     it('never hands one delivery to two claims at once, across two handles', async () => {
       const other = await open();
       try {
-        await Promise.all(
-          Array.from({ length: 30 }, (_, i) => store.create({ id: BigInt(i), name: 'Fern' })),
-        );
+        await Promise.all(Array.from({ length: 30 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
         const seen: string[] = [];
         for (let round = 0; round < 50; round++) {
           const batches = await Promise.all(
-            [store, other, store, other].map((handle) => handle.deliveries.claim({ limit: 4, ...lease })),
+            [store, other, store, other].flatMap((handle) => [claimA(handle, 4), claimB(handle, 4)]),
           );
           const ids = batches.flat().map((delivery) => delivery.id);
           if (ids.length === 0) break;

@@ -10,6 +10,8 @@ import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const REFRESH_MS = 200;
+/** The configured token (API_TOKENS) beside the issued ones. */
+const CONFIG_TOKEN = 'plant-store-config-token';
 
 /** Every row of api_tokens, straight from the database. */
 async function tokenRows(env: Record<string, string>): Promise<Record<string, unknown>[]> {
@@ -45,15 +47,15 @@ describe.each(testStores())('issued tokens on $name', (testStore) => {
   let apis: ApiProcess[] = [];
   const admin = (...args: string[]) =>
     promisify(execFile)(process.execPath, [MAIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', API_TOKENS: 'config-token', ...store.env },
+      env: { PATH: process.env.PATH ?? '', API_TOKENS: CONFIG_TOKEN, ...store.env },
     });
 
   beforeAll(async () => {
     store = await testStore.setup();
-    const env = { ...store.env, TOKEN_REFRESH_MS: String(REFRESH_MS), API_TOKENS: 'config-token' };
+    const env = { ...store.env, TOKEN_REFRESH_MS: String(REFRESH_MS), API_TOKENS: CONFIG_TOKEN };
     // Two instances where the store is shared (PostgreSQL); one on SQLite.
-    apis = [await startApiProcess({ env, token: 'config-token' })];
-    if (testStore.name === 'postgres') apis.push(await startApiProcess({ env, token: 'config-token' }));
+    apis = [await startApiProcess({ env, token: CONFIG_TOKEN })];
+    if (testStore.name === 'postgres') apis.push(await startApiProcess({ env, token: CONFIG_TOKEN }));
   });
   afterAll(async () => {
     for (const api of apis) {
@@ -121,7 +123,7 @@ describe.each(testStores())('issued tokens on $name', (testStore) => {
       );
       expect(took).toBeLessThan(REFRESH_MS * 10);
       expect(
-        (await send(`${api.url}/plants`, { headers: { authorization: 'Bearer config-token' } })).status,
+        (await send(`${api.url}/plants`, { headers: { authorization: `Bearer ${CONFIG_TOKEN}` } })).status,
       ).toBe(200);
     }
     const listed = (await admin('token', 'list')).stdout

@@ -70,6 +70,20 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
     expect(await store.ids()).not.toContain(12n);
   });
 
+  it('refuses a name or tag over its length with the same message as REST', async () => {
+    const trpc = client(api.url, TOKEN);
+    const name = await rejection(trpc.plants.create.mutate({ id: 88n, name: 'x'.repeat(201) }));
+    expect(name.data?.httpStatus).toBe(400);
+    expect(name.data?.code).toBe('BAD_REQUEST');
+    expect(name.message).toBe('Invalid request body: name must be at most 200 characters.');
+    const tag = await rejection(trpc.plants.create.mutate({ id: 88n, name: 'Fern', tag: 'y'.repeat(101) }));
+    const rest = await postPlant(api.url, `{"id":88,"name":"Fern","tag":"${'y'.repeat(101)}"}`);
+    expect(rest.status).toBe(400);
+    expect(rest.json).toEqual({ error: 400, message: tag.message });
+    expect(tag.message).toBe('Invalid request body: tag must be at most 100 characters.');
+    expect(await store.ids()).not.toContain(88n);
+  });
+
   it('answers each call of a mixed batch on its own (one 200, one 409, one 400)', async () => {
     const batched = client(api.url, TOKEN);
     await batched.plants.create.mutate({ id: 515151n, name: 'Fern' });

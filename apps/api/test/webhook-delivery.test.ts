@@ -1,80 +1,17 @@
-import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import { parseJson } from '@plant-store/schema';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { postPlant, TOKEN } from './support/http.ts';
-import {
-  postgresAvailable,
-  postgresTestStore,
-  type TestStore,
-  type TestStoreInstance,
-  testStores,
-} from './support/stores.ts';
-import { freePort, newWebhookSecret, type Received, startReceiver } from './support/webhook-receiver.ts';
+import { describe, expect, it } from 'vitest';
+import { startApiProcess } from './support/api-process.ts';
+import { postPlant } from './support/http.ts';
+import { logLines, waitForLogs } from './support/logs.ts';
+import { postgresAvailable, postgresTestStore, testStores } from './support/stores.ts';
+import { FAST, listFailed, webhookFixtures } from './support/webhook-fixtures.ts';
+import { freePort, newWebhookSecret, type Received } from './support/webhook-receiver.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
-/** Short schedules so that every fault below plays out in about a second. */
-const FAST = {
-  WEBHOOK_POLL_INTERVAL_MS: '50',
-  WEBHOOK_BACKOFF_BASE_MS: '50',
-  WEBHOOK_BACKOFF_MAX_MS: '200',
-  WEBHOOK_TIMEOUT_MS: '1000',
-  WEBHOOK_LEASE_MS: '1500',
-};
-
-type LogLine = { level: number; msg: string; [key: string]: unknown };
-
-const logLines = (api: ApiProcess, msg: string): LogLine[] =>
-  api.logs.map((line) => JSON.parse(line) as LogLine).filter((line) => line.msg === msg);
-
-/** Resolves with the api's log lines `msg` once there are `count` of them. */
-async function waitForLogs(api: ApiProcess, msg: string, count = 1, timeoutMs = 10_000): Promise<LogLine[]> {
-  const deadline = performance.now() + timeoutMs;
-  while (logLines(api, msg).length < count) {
-    if (performance.now() > deadline) throw new Error(`no ${count} "${msg}" lines in ${api.logs.join('\n')}`);
-    await sleep(20);
-  }
-  return logLines(api, msg);
-}
-
-/** `main.js webhooks failed`, run as an operator would, against the same store. */
-async function listFailed(env: Record<string, string>) {
-  return promisify(execFile)(process.execPath, [MAIN, 'webhooks', 'failed'], {
-    env: { PATH: process.env.PATH ?? '', API_TOKENS: TOKEN, ...env },
-  });
-}
+const { defer, setup, startApi, receiver } = webhookFixtures();
 
 const ids = (received: Received[]) => received.map((request) => request.id);
-
-let cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
-
-async function setup(testStore: TestStore): Promise<TestStoreInstance> {
-  const store = await testStore.setup();
-  cleanups.push(() => store.teardown());
-  return store;
-}
-
-async function startApi(env: Record<string, string>, dataDir?: string): Promise<ApiProcess> {
-  const api = await startApiProcess({ env, dataDir });
-  cleanups.push(async () => {
-    await api.stop();
-    api.cleanup();
-  });
-  return api;
-}
-
-async function receiver(...args: Parameters<typeof startReceiver>) {
-  const started = await startReceiver(...args);
-  cleanups.push(() => started.close());
-  return started;
-}
 
 describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
   it('POSTs the NewPlant to every subscriber, exact int64 id, signed as Standard Webhooks describe', async () => {
@@ -227,7 +164,7 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
       WEBHOOK_SECRET: secret,
     };
     const first = await startApiProcess({ env });
-    cleanups.push(() => first.cleanup());
+    defer(() => first.cleanup());
     expect((await postPlant(first.url, '{"id":7,"name":"Fern"}')).status).toBe(200);
     const [refused] = await waitForLogs(first, 'webhook attempt failed');
     expect(refused).toMatchObject({ attempt: 1, error: 'connection failed (ECONNREFUSED)' });
@@ -252,7 +189,7 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
     const subscriber = await receiver(secret, { answer: (_, index) => (index === 0 ? 'hang' : 200) });
     const env = { ...store.env, ...FAST, WEBHOOK_URLS: `${subscriber.url}/hook`, WEBHOOK_SECRET: secret };
     const doomed = await startApiProcess({ env });
-    cleanups.push(() => doomed.cleanup());
+    defer(() => doomed.cleanup());
     expect((await postPlant(doomed.url, '{"id":8,"name":"Fern"}')).status).toBe(200);
     await subscriber.waitFor((received) => received.length === 1);
     await doomed.kill();

@@ -1,19 +1,12 @@
 import { execFile } from 'node:child_process';
-import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiProcessPerFile } from '@plant-store/api/testing';
+import { describe, expect, it } from 'vitest';
 
 const APP = new URL('../', import.meta.url).pathname;
 const TSX = new URL('../node_modules/.bin/tsx', import.meta.url).pathname;
-const TOKEN = 'example-token';
+const TOKEN = 'example-app-token';
 
-let api: ApiProcess;
-beforeAll(async () => {
-  api = await startApiProcess({ token: TOKEN });
-});
-afterAll(async () => {
-  await api?.stop();
-  api?.cleanup();
-});
+const api = apiProcessPerFile({ token: TOKEN });
 
 /** Runs the example as its `start` script does. */
 function start(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {

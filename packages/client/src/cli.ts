@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import {
+  INTEGER_LITERAL,
   ListPlantsQuerySchema,
   MAX_LIST_LIMIT,
   type PlantId,
@@ -197,7 +198,7 @@ function callOptions() {
 }
 
 function parseId(text: string, what: string): bigint {
-  const parsed = /^-?(0|[1-9][0-9]*)$/.test(text) ? PlantIdSchema.safeParse(BigInt(text)) : undefined;
+  const parsed = INTEGER_LITERAL.test(text) ? PlantIdSchema.safeParse(BigInt(text)) : undefined;
   if (parsed?.success) return parsed.data;
   throw new UsageError(
     `${what} must be an integer from -9223372036854775808 to 9223372036854775807 ("${text}").`,

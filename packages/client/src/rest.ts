@@ -1,5 +1,6 @@
 import {
   ApiErrorSchema,
+  INTEGER_LITERAL,
   type ListPlantsQuery,
   type NewPlant,
   type Plant,
@@ -110,7 +111,7 @@ function nextCursor(link: string | null, base: string): bigint | undefined {
     const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;]+))/i.exec(params!);
     if (!(rel?.[1] ?? rel?.[2] ?? '').toLowerCase().split(/\s+/).includes('next')) continue;
     const after = new URL(target!, base).searchParams.get('after');
-    if (after !== null && /^-?\d+$/.test(after)) return BigInt(after);
+    if (after !== null && INTEGER_LITERAL.test(after)) return BigInt(after);
   }
   return undefined;
 }

@@ -20,7 +20,10 @@ export type TrpcClientOptions = {
   baseUrl: string | URL;
   /** A bearer token the server accepts (one of its `API_TOKENS`). */
   token: string;
-  /** Calls made in the same tick share one HTTP request, at most `maxItems` (default 10) each. */
+  /**
+   * Calls made in the same tick share one HTTP request, at most `maxItems` (default 10) each. The
+   * server refuses a request of more than 100 calls (413 on every call).
+   */
   batch?: { maxItems?: number };
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;

@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
+import { type ApiProcess, apiProcessPerFile, startApiProcess } from '@plant-store/api/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort } from './support/clients.ts';
 
 const BIN = new URL('../bin/plants.js', import.meta.url).pathname;
-const TOKEN = 'cli-test-token';
+const TOKEN = 'cli-test-token-0123456789';
 
 type Run = { code: number | null; stdout: string; stderr: string };
 
@@ -26,14 +26,7 @@ function requestsLogged(): number {
   return api.logs.filter((line) => line.includes('"msg":"request"')).length;
 }
 
-let api: ApiProcess;
-beforeAll(async () => {
-  api = await startApiProcess({ token: TOKEN });
-});
-afterAll(async () => {
-  await api?.stop();
-  api?.cleanup();
-});
+const api = apiProcessPerFile({ token: TOKEN });
 
 describe('plants create / get / delete', () => {
   it('creates a plant and shows it as a table, or as exact JSON with --json', async () => {

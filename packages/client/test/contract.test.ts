@@ -8,7 +8,7 @@ import {
   rejectionOf,
 } from './support/clients.ts';
 
-const TOKEN = 'client-test-token';
+const TOKEN = 'client-test-token-0123456789';
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 

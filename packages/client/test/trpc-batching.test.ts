@@ -1,17 +1,10 @@
-import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { apiProcessPerFile } from '@plant-store/api/testing';
+import { describe, expect, it, vi } from 'vitest';
 import { createTrpcClient, PlantStoreError } from '../src/index.ts';
 
-const TOKEN = 'batch-test-token';
+const TOKEN = 'batch-test-token-0123456789';
 
-let api: ApiProcess;
-beforeAll(async () => {
-  api = await startApiProcess({ token: TOKEN });
-});
-afterAll(async () => {
-  await api?.stop();
-  api?.cleanup();
-});
+const api = apiProcessPerFile({ token: TOKEN });
 
 /** A client whose every HTTP request is recorded as the list of procedures it carried. */
 function countingClient(batch?: { maxItems?: number }) {

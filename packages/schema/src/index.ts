@@ -1,3 +1,5 @@
 export * from './error.ts';
 export * from './plant.ts';
 export * from './json.ts';
+export * from './integer.ts';
+export * from './tag.ts';

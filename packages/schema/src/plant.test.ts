@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiErrorSchema } from './error.ts';
-import { NewPlantSchema, PlantSchema } from './plant.ts';
+import { MAX_NAME_LENGTH, MAX_TAG_LENGTH, NewPlantSchema, PlantSchema, PlantWithIdSchema } from './plant.ts';
 
 describe('NewPlantSchema', () => {
   it('accepts an int64 id over the whole range and strips unknown fields', () => {
@@ -66,5 +66,27 @@ describe('text fields', () => {
       name: '🌿 Fern \u0001',
       tag: '',
     });
+  });
+});
+
+describe('text length', () => {
+  it('allows 200 characters of name and 100 of tag, counted in code points', () => {
+    expect([MAX_NAME_LENGTH, MAX_TAG_LENGTH]).toEqual([200, 100]);
+    // 200 astral characters are 400 UTF-16 units: JSON Schema's maxLength counts characters.
+    const plant = { id: 1n, name: '🌿'.repeat(200), tag: 'ü'.repeat(100) };
+    expect(NewPlantSchema.parse(plant)).toEqual(plant);
+  });
+
+  it('names each field that is too long', () => {
+    const result = NewPlantSchema.safeParse({ id: 1n, name: 'x'.repeat(201), tag: '🌿'.repeat(101) });
+    expect(result.error?.issues.map((issue) => [issue.path.join('.'), issue.message])).toEqual([
+      ['name', 'must be at most 200 characters'],
+      ['tag', 'must be at most 100 characters'],
+    ]);
+  });
+
+  it('does not limit what a store answers: it may hold plants from before the limits', () => {
+    const stored = { id: 1n, name: 'x'.repeat(60_000), tag: 'y'.repeat(1_000) };
+    expect(PlantWithIdSchema.parse(stored)).toEqual(stored);
   });
 });

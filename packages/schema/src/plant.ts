@@ -9,19 +9,34 @@ const requiredString = (iss: { input?: unknown }) =>
 const TEXT_MESSAGE = 'must be Unicode text without NUL (U+0000) characters or unpaired surrogates';
 
 /**
- * Text every store keeps exactly: PostgreSQL's TEXT cannot hold U+0000, and an unpaired surrogate
- * is not Unicode (stores would turn it into U+FFFD while the answer echoed the original).
+ * Longest `name`, in characters (Unicode code points, as JSON Schema's `maxLength` counts them):
+ * room for any botanical name with its cultivar and a trade name, while a page of plants stays small.
  */
-const text = (error: typeof requiredString | string) =>
-  z
-    .string({ error })
-    .refine((value) => value.isWellFormed() && !value.includes('\u0000'), { error: TEXT_MESSAGE });
+export const MAX_NAME_LENGTH = 200;
+/** Longest `tag`, in characters: a category such as "succulent" or "aroid, climbing". */
+export const MAX_TAG_LENGTH = 100;
+
+/**
+ * Text every store keeps exactly: PostgreSQL's TEXT cannot hold U+0000, and an unpaired surrogate
+ * is not Unicode (stores would turn it into U+FFFD while the answer echoed the original). zod
+ * counts `maxLength` in code points, and the document renders it as JSON Schema's `maxLength`.
+ */
+const text = (error: typeof requiredString | string, maxLength?: number) => {
+  const string = z.string({ error });
+  return (
+    maxLength === undefined
+      ? string
+      : string.max(maxLength, { error: `must be at most ${maxLength} characters` })
+  ).refine((value) => value.isWellFormed() && !value.includes('\u0000'), { error: TEXT_MESSAGE });
+};
 
 /** A plant as the store answers it: the spec's `Plant`. */
 export const PlantSchema = z
   .object({
-    name: text(requiredString).meta({ description: 'The name of the plant' }),
-    tag: text('must be a string').optional().meta({ description: 'Tag that specifies the type of plant' }),
+    name: text(requiredString, MAX_NAME_LENGTH).meta({ description: 'The name of the plant' }),
+    tag: text('must be a string', MAX_TAG_LENGTH)
+      .optional()
+      .meta({ description: 'Tag that specifies the type of plant' }),
   })
   .meta({ id: 'Plant' });
 
@@ -48,12 +63,15 @@ export const NewPlantSchema = z
 
 export type NewPlant = z.infer<typeof NewPlantSchema>;
 
-/** A stored plant with its id, as listing and reading answer it (`Plant` plus `id`). */
+/**
+ * A stored plant with its id, as listing and reading answer it (`Plant` plus `id`). No length limit:
+ * a store may hold plants written before the limits existed, or by other means than this api.
+ */
 export const PlantWithIdSchema = z
   .object({
     id: PlantIdSchema,
-    name: PlantSchema.shape.name,
-    tag: PlantSchema.shape.tag,
+    name: text(requiredString).meta({ description: 'The name of the plant' }),
+    tag: text('must be a string').optional().meta({ description: 'Tag that specifies the type of plant' }),
   })
   .meta({ id: 'PlantWithId' });
 

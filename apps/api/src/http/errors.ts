@@ -1,7 +1,7 @@
 import { stringifyJson } from '@plant-store/schema';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { type HttpError, toHttpError } from '../errors.ts';
+import { type HttpError, isBusy, toHttpError } from '../errors.ts';
 
 /**
  * The one error path outside /trpc: whatever is thrown, and any route nobody served, becomes an
@@ -18,9 +18,12 @@ export function errorMiddleware(log: Logger): Middleware {
     } catch (error) {
       answer = fromKoaError(error) ?? toHttpError(error);
       // An outage answers many requests 503: one line each, without a stack. Other 5xx are bugs.
-      if (answer.status === 503)
-        log.warn({ reqId: ctx.state.requestId, reason: causes(error) }, 'store unavailable');
-      else if (answer.status >= 500) log.error({ err: error, reqId: ctx.state.requestId }, 'request failed');
+      // A busy 503 is a bound doing its job: the request's own log line says enough.
+      if (answer.status === 503) {
+        if (!isBusy(error))
+          log.warn({ reqId: ctx.state.requestId, reason: causes(error) }, 'store unavailable');
+      } else if (answer.status >= 500)
+        log.error({ err: error, reqId: ctx.state.requestId }, 'request failed');
     }
     if (answer === undefined) return;
     ctx.status = answer.status;

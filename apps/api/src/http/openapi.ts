@@ -25,7 +25,9 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
     info: {
       title: 'Plant Store',
       version: '1.0.0',
-      description: 'A plant store over HTTP. Every operation needs a bearer token.',
+      description:
+        'A plant store over HTTP. Every plant operation needs a bearer token with the scope it names ' +
+        '(`read` or `write`); the probes `/healthz` and `/readyz` need none.',
       license: { name: 'MIT', identifier: 'MIT' },
       contact: { name: 'Plant Store maintainers' },
     },
@@ -40,7 +42,13 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
     webhooks: WEBHOOKS,
     components: {
       securitySchemes: {
-        [SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS' },
+        [SECURITY_SCHEME]: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'A bearer token: one the operator configured (`API_TOKENS`, or the token the service generated on ' +
+            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`).',
+        },
       },
     },
   });

@@ -1,6 +1,5 @@
+import { INTEGER_LITERAL } from '@plant-store/schema';
 import { z } from 'zod';
-
-const INTEGER = /^-?(0|[1-9][0-9]*)$/;
 
 type Decoder = (text: string) => unknown;
 
@@ -21,8 +20,8 @@ function decoderFor(field: z.ZodType): Decoder {
   while (def.type === 'optional' || def.type === 'default') {
     def = (def as unknown as { innerType: z.ZodType }).innerType._zod.def;
   }
-  if (def.type === 'bigint') return (text) => (INTEGER.test(text) ? BigInt(text) : text);
-  if (def.type === 'number') return (text) => (INTEGER.test(text) ? Number(text) : text);
+  if (def.type === 'bigint') return (text) => (INTEGER_LITERAL.test(text) ? BigInt(text) : text);
+  if (def.type === 'number') return (text) => (INTEGER_LITERAL.test(text) ? Number(text) : text);
   return (text) => text;
 }
 

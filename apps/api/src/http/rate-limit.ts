@@ -12,23 +12,45 @@ export type RateLimit = { points: number; windowSeconds: number };
 
 /**
  * Counters in Redis when a client is given, so the limit holds across instances; in memory
- * otherwise. If Redis fails, the in-memory limiter stands in (per instance) until it is back.
+ * otherwise. While Redis is not ready (down, reconnecting, or silent: see redis.ts) and for any
+ * command that fails, the in-memory limiter answers instead (per instance), at once: the request
+ * never waits on Redis beyond the client's command timeout. `name` keeps limiters' keys apart.
  */
-export function createRateLimiter({ points, windowSeconds }: RateLimit, redis?: Redis): RateLimiterAbstract {
+export function createRateLimiter(
+  { points, windowSeconds }: RateLimit,
+  redis?: Redis,
+  name = 'rate',
+): RateLimiterAbstract {
   const memory = new RateLimiterMemory({ points, duration: windowSeconds });
   if (redis === undefined) return memory;
   return new RateLimiterRedis({
     storeClient: redis,
     points,
     duration: windowSeconds,
-    keyPrefix: 'plant-store:rate',
+    keyPrefix: `plant-store:${name}`,
     insuranceLimiter: memory,
+    rejectIfRedisNotReady: true,
   });
 }
 
+const TRPC_PREFIX = '/trpc/';
+
 /**
- * Limits requests per token (per client address before a valid token): past the limit, 429 with an
- * `Error` body and `Retry-After`. Every limited answer carries the IETF RateLimit headers
+ * What a request costs: 1, or for /trpc one point per procedure call it names
+ * (`/trpc/a,b,c?batch=1` costs 3), so a batch can do no more work than the limit allows.
+ */
+function cost(path: string): number {
+  if (!path.startsWith(TRPC_PREFIX)) return 1;
+  try {
+    return decodeURIComponent(path.slice(TRPC_PREFIX.length)).split(',').length;
+  } catch {
+    return 1;
+  }
+}
+
+/**
+ * Limits requests per token (per client address before a valid token), each tRPC call of a batch
+ * counting as one request: past the limit, 429 with an `Error` body and `Retry-After`. Every limited answer carries the IETF RateLimit headers
  * (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy: "default";q=<points>;w=<seconds>` and
  * `RateLimit: "default";r=<remaining>;t=<seconds until the window resets>`.
  */
@@ -40,7 +62,7 @@ export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLim
     let state: RateLimiterRes;
     let limited = false;
     try {
-      state = await limiter.consume(key);
+      state = await limiter.consume(key, cost(ctx.path));
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       state = rejection;

@@ -3,11 +3,11 @@ import { TRPCError } from '@trpc/server';
 import type { Middleware } from 'koa';
 import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import { describeIssues } from '../errors.ts';
-import { type AnyOperation, authorize } from '../operation.ts';
+import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
 import type { AppRouter } from '../router.ts';
-import type { PlantStore } from '../store/store.ts';
 import { readJsonBody } from './body.ts';
 import { decodeParams, paramDecoders } from './params.ts';
+import { requestScope } from './request-scope.ts';
 
 export type RestRoute = {
   method: OpenApiMethod;
@@ -45,7 +45,10 @@ export function restRoutes(router: AppRouter): RestRoute[] {
  * object spreads per call; see the performance notes in the README). Order of checks: route, token
  * and scope, body or parameters, validation, store. Errors are thrown to the error middleware.
  */
-export function restAdapter(routes: RestRoute[], deps: { store: PlantStore }): Middleware {
+export function restAdapter(
+  routes: RestRoute[],
+  deps: Pick<OperationContext, 'store' | 'webhooks'>,
+): Middleware {
   return async (ctx, next) => {
     let route: RestRoute | undefined;
     let match: RegExpExecArray | null = null;
@@ -75,9 +78,14 @@ export function restAdapter(routes: RestRoute[], deps: { store: PlantStore }): M
       const where = route.inputFromBody ? 'request body' : 'request parameters';
       throw new TRPCError({ code: 'BAD_REQUEST', message: describeIssues(parsed.error.issues, where) });
     }
-    const output = await route.operation.run({ store: deps.store, principal }, parsed.data);
+    const output = await route.operation.run(
+      { store: deps.store, webhooks: deps.webhooks, principal, request: requestScope(ctx, 1) },
+      parsed.data,
+    );
     const { rest } = route.operation;
-    const presented = rest?.present ? rest.present(output, ctx.path) : { body: output };
+    const presented = rest?.present
+      ? rest.present(output, { path: ctx.path, input: parsed.data })
+      : { body: output };
     ctx.status = rest?.status ?? 200;
     if (presented.headers) ctx.set(presented.headers);
     if (presented.body !== undefined) {

@@ -7,13 +7,18 @@ import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import type { AuthResult } from '../auth.ts';
 import { toHttpError } from '../errors.ts';
+import type { RequestScope } from '../heavy-reads.ts';
 import type { AppRouter } from '../router.ts';
 import type { Context } from '../trpc.ts';
 import { BODY_LIMIT_BYTES } from './body.ts';
+import { requestScope } from './request-scope.ts';
 
 const PREFIX = '/trpc/';
 
-type CreateContext = (auth: AuthResult) => Context;
+/** Most calls one /trpc request may carry; a larger batch is refused (413) before any call runs. */
+export const MAX_BATCH_CALLS = 100;
+
+type CreateContext = (auth: AuthResult, request: RequestScope) => Context;
 
 /**
  * Serves the tRPC wire protocol under /trpc. Plain JSON mutations — what `httpLink` and
@@ -34,6 +39,24 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
     ctx.state.route = paths.every((path) => path in procedures)
       ? `/trpc/${[...new Set(paths)].sort().join(',')}`
       : '/trpc';
+    if (paths.length > MAX_BATCH_CALLS) {
+      const error = new TRPCError({
+        code: 'PAYLOAD_TOO_LARGE',
+        message: `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
+      });
+      // One error for the whole request, which @trpc/client hands to every call of the batch.
+      const item = {
+        error: getTRPCErrorShape({
+          config,
+          error,
+          type: 'unknown',
+          path: undefined,
+          input: undefined,
+          ctx: undefined,
+        }),
+      };
+      return answer(ctx, false, [item], [error]);
+    }
     const batch = ctx.querystring === 'batch=1';
     const direct =
       paths.length > 0 &&
@@ -42,9 +65,10 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       ctx.get('content-type').split(';')[0] === 'application/json' &&
       ctx.get('trpc-accept') === '' &&
       paths.every((path) => procedures[path]?._def.type === 'mutation');
-    if (!direct) return viaTrpcHandler(ctx, router, createContext);
+    const request = requestScope(ctx, paths.length);
+    if (!direct) return viaTrpcHandler(ctx, router, () => createContext(ctx.state.auth, request));
 
-    const context = createContext(ctx.state.auth);
+    const context = createContext(ctx.state.auth, request);
     let inputs: unknown[];
     try {
       const text = await getRawBody(ctx.req, {
@@ -105,8 +129,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
   function answer(ctx: KoaContext, batch: boolean, items: object[], errors: (TRPCError | null)[]): void {
     const body = batch ? items : items[0]!;
     ctx.status = getHTTPStatusCode(body as never, errors as TRPCError[]);
-    const challenge = bearerChallenge(errors);
-    if (challenge) ctx.set('WWW-Authenticate', challenge);
+    ctx.set(errorHeaders(errors));
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(transformTRPCResponse(config, body as never));
   }
@@ -120,16 +143,18 @@ function safeDecode(text: string): string | undefined {
   }
 }
 
-/** RFC 6750: a 401 names the Bearer scheme, over /trpc as over REST. */
-function bearerChallenge(errors: readonly (TRPCError | null | undefined)[]): string | undefined {
-  const unauthorized = errors.find((error) => error?.code === 'UNAUTHORIZED');
-  return unauthorized ? toHttpError(unauthorized).headers?.['WWW-Authenticate'] : undefined;
+/**
+ * The headers REST would send with these errors, over /trpc too: RFC 6750's challenge with a 401,
+ * `Retry-After` with a busy 503.
+ */
+function errorHeaders(errors: readonly (TRPCError | null | undefined)[]): Record<string, string> {
+  return Object.assign({}, ...errors.map((error) => (error ? toHttpError(error).headers : undefined)));
 }
 
 async function viaTrpcHandler(
   ctx: KoaContext,
   router: AppRouter,
-  createContext: CreateContext,
+  createContext: () => Context,
 ): Promise<void> {
   // Koa presets 404 and tRPC only overwrites non-200 statuses: hand it the raw response.
   ctx.respond = false;
@@ -140,10 +165,7 @@ async function viaTrpcHandler(
     res: ctx.res,
     path: ctx.path.slice(PREFIX.length),
     maxBodySize: BODY_LIMIT_BYTES,
-    createContext: () => createContext(ctx.state.auth),
-    responseMeta: ({ errors }) => {
-      const challenge = bearerChallenge(errors);
-      return challenge ? { headers: { 'WWW-Authenticate': challenge } } : {};
-    },
+    createContext,
+    responseMeta: ({ errors }) => ({ headers: errorHeaders(errors) }),
   });
 }

@@ -5,9 +5,11 @@ import {
   PlantSchema,
   PlantWithIdSchema,
   type PlantWithId,
+  withTag,
 } from '@plant-store/schema';
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
 import { defineOperation, storeCall } from '../operation.ts';
 import { router, toMutation, toQuery } from '../trpc.ts';
 
@@ -39,11 +41,11 @@ export const createPlant = defineOperation({
   },
   input: NewPlantSchema,
   output: PlantSchema,
-  async run({ store }, plant) {
-    const created = await storeCall(() => store.create(plant));
+  async run({ store, webhooks }, plant) {
+    const created = await storeCall(() => store.create(plant, webhooks.deliveriesFor(plant)));
     if (!created)
       throw new TRPCError({ code: 'CONFLICT', message: `A plant with id ${plant.id} already exists.` });
-    return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
+    return withTag({ name: plant.name }, plant.tag);
   },
 });
 
@@ -65,20 +67,26 @@ export const listPlants = defineOperation({
         .optional()
         .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
     }),
-    errorResponses: { 400: 'A bad limit or after parameter', ...PROTECTED_ERRORS },
+    errorResponses: {
+      400: 'A bad limit or after parameter',
+      ...PROTECTED_ERRORS,
+      503: 'The store is unavailable, or too many lists are being read right now; retry later (see Retry-After)',
+    },
   },
   input: ListPlantsQuerySchema,
   output: z.array(PlantWithIdSchema),
-  async run({ store }, { limit, after }): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
-    const found = await storeCall(() => store.list({ limit: limit + 1, after }));
-    const plants = found.slice(0, limit);
-    return { plants, next: found.length > limit ? plants[plants.length - 1]!.id : null };
+  async run({ store, request }, { limit, after }): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
+    const maxBytes = admitHeavyRead(request);
+    const { plants, more } = await storeCall(() => store.list({ limit, after, maxBytes }));
+    checkShare(request, plants, maxBytes);
+    return { plants, next: more ? plants[plants.length - 1]!.id : null };
   },
   rest: {
     status: 200,
-    present({ plants, next }, path) {
+    present({ plants, next }, { path, input }) {
+      // The next page asks for the same limit: this one may have ended early at the byte budget.
       const headers: Record<string, string> =
-        next === null ? {} : { Link: `<${path}?limit=${plants.length}&after=${next}>; rel="next"` };
+        next === null ? {} : { Link: `<${path}?limit=${input.limit}&after=${next}>; rel="next"` };
       return { body: plants, headers };
     },
   },

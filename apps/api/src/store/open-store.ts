@@ -1,31 +1,27 @@
 import { resolve } from 'node:path';
 import type { StoreConfig } from '../config.ts';
+import type { MigrateOptions, MigrationResult } from './migrate.ts';
 import { openSqliteStore } from './sqlite.ts';
+import { migrateSqliteFile } from './sqlite-migrate.ts';
 import type { PlantStore } from './store.ts';
 
-/**
- * Opens the store `DATABASE_URL` names, migrated to the newest schema. Nothing above it knows which.
- * Each create enqueues one webhook delivery per URL of `webhookUrls` (`WEBHOOK_URLS`).
- */
-export async function openStore(
-  config: StoreConfig,
-  webhookUrls: readonly string[] = [],
-): Promise<PlantStore> {
-  if (config.kind === 'sqlite') return openSqliteStore(config.path, webhookUrls);
+/** Opens the store `DATABASE_URL` names, migrated to the newest schema. Nothing above it knows which. */
+export async function openStore(config: StoreConfig): Promise<PlantStore> {
+  if (config.kind === 'sqlite') return openSqliteStore(config.path);
   // Loaded only when used: a SQLite deployment never pays for the PostgreSQL driver at start-up.
   const { openPostgresStore } = await import('./postgres.ts');
-  return openPostgresStore({ ...config, webhookUrls });
+  return openPostgresStore(config);
 }
 
 /**
- * Brings the store's schema to the newest version and returns, for deployments that migrate as a
- * separate step. Safe to run while instances start or serve. Resolves with the PostgreSQL versions
- * applied now; SQLite applies its migrations whenever it is opened and reports none.
+ * Takes the store's schema to version `to` (default: the newest) and returns, for deployments that
+ * migrate as a separate step and for going back a release. Safe to run while instances start or
+ * serve, when going up. Resolves with the versions applied and reverted by this run.
  */
-export async function migrateStore(config: StoreConfig): Promise<number[] | undefined> {
-  if (config.kind === 'postgres') return (await import('./postgres.ts')).migratePostgres(config);
-  await openSqliteStore(config.path).close();
-  return undefined;
+export async function migrateStore(config: StoreConfig, options?: MigrateOptions): Promise<MigrationResult> {
+  if (config.kind === 'postgres')
+    return (await import('./postgres.ts')).migratePostgres({ ...config, ...options });
+  return migrateSqliteFile(config.path, options);
 }
 
 /** Where the store is, for logs: the SQLite file, or the PostgreSQL server and database without credentials. */

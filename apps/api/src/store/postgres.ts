@@ -1,11 +1,12 @@
 import type { NewPlant } from '@plant-store/schema';
 import pg from 'pg';
-import { newPlantPayload, newWebhookId } from '../webhooks/event.ts';
-import { postgresMigrations } from './postgres-migrations.ts';
+import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
 import {
   type Delivery,
   type DeliveryOutbox,
   type FailedDelivery,
+  type NewDelivery,
+  PAGE_BUDGET_BYTES,
   type PlantStore,
   parseScopes,
   type StoredPlant,
@@ -23,25 +24,26 @@ export type PostgresStoreOptions = {
    * statement together. Past it the call fails with `StoreUnavailableError`.
    */
   timeoutMs: number;
-  /** Webhook subscribers: each create enqueues one delivery per URL, in the plant's transaction. */
-  webhookUrls?: readonly string[];
 };
 
 type TokenRow = { name: string; digest: string; scopes: string; created_at: Date; revoked_at: Date | null };
 type Row = { id: bigint; name: string; tag: string | null };
+type PageRow = Row & { candidates: bigint };
 type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
 type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
 
 /**
  * One statement, so one transaction: the plant and its deliveries commit together, and a duplicate
- * id (no row from `created`) enqueues nothing. `$5`/`$6` are the deliveries' ids and URLs, paired.
+ * id (no row from `created`) enqueues nothing. `$4`/`$5`/`$6` are the deliveries' ids, URLs and
+ * payloads, one array per column (unnest zips them back into rows).
  */
 const CREATE_WITH_DELIVERIES = `
   WITH created AS (
     INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id
   )
   INSERT INTO webhook_deliveries (id, url, payload)
-  SELECT delivery.id, delivery.url, $4 FROM created, unnest($5::text[], $6::text[]) AS delivery (id, url)`;
+  SELECT delivery.id, delivery.url, delivery.payload
+  FROM created, unnest($4::text[], $5::text[], $6::text[]) AS delivery (id, url, payload)`;
 
 /**
  * SKIP LOCKED passes over rows another claim is taking right now; pushing `next_attempt_at` to the
@@ -50,15 +52,65 @@ const CREATE_WITH_DELIVERIES = `
  */
 const CLAIM = `
   UPDATE webhook_deliveries
-  SET attempts = attempts + 1, next_attempt_at = now() + $2::bigint * interval '1 millisecond', updated_at = now()
+  SET attempts = attempts + 1, next_attempt_at = now() + $3::bigint * interval '1 millisecond', updated_at = now()
   WHERE id IN (
     SELECT id FROM webhook_deliveries
-    WHERE status = 'pending' AND next_attempt_at <= now()
+    WHERE status = 'pending' AND url = $1 AND next_attempt_at <= now()
     ORDER BY next_attempt_at
-    LIMIT $1
+    LIMIT $2
     FOR UPDATE SKIP LOCKED
   )
   RETURNING id, url, payload, attempts, created_at`;
+
+/**
+ * The distinct URLs with pending deliveries, by a loose index scan: one probe of
+ * webhook_deliveries_due_by_url per URL, however many deliveries each has.
+ */
+const PENDING_URLS = `
+  WITH RECURSIVE urls (url) AS (
+    SELECT min(url) FROM webhook_deliveries WHERE status = 'pending'
+    UNION ALL
+    SELECT (SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND url > urls.url)
+    FROM urls WHERE urls.url IS NOT NULL
+  )
+  SELECT url FROM urls WHERE url IS NOT NULL LIMIT $1`;
+
+/** Each count walks at most `$1` entries of its partial index. */
+const DEPTH = `
+  SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' ORDER BY url, next_attempt_at LIMIT $1) AS p) AS pending,
+    (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'failed' ORDER BY created_at LIMIT $1) AS f) AS failed`;
+
+/** Oldest first, at most `$2` rows; rows another instance is pruning right now are left to it. */
+const PRUNE = `
+  DELETE FROM webhook_deliveries WHERE id IN (
+    SELECT id FROM webhook_deliveries
+    WHERE status = 'delivered' AND updated_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY updated_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )`;
+
+/**
+ * A page of `list`, bounded by the server: of the first `$1` plants matching `where`, only those
+ * whose running total of name and tag bytes stays within `$2` (and always the first) are sent, so
+ * the process never receives more than the budget (or the first row, when it alone is larger).
+ * `candidates` says how many matched, so the caller knows whether the budget cut the page.
+ * octet_length reads the stored size without decompressing the text.
+ */
+function pageQuery(where: string): string {
+  return `
+    SELECT id, name, tag, candidates FROM (
+      SELECT id, name, tag,
+        count(*) OVER () AS candidates,
+        row_number() OVER running AS n,
+        sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
+      FROM (SELECT id, name, tag FROM plants WHERE ${where} ORDER BY id LIMIT $1) AS page
+      WINDOW running AS (ORDER BY id ROWS UNBOUNDED PRECEDING)
+    ) AS sized
+    WHERE n = 1 OR bytes <= $2
+    ORDER BY id`;
+}
 
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
@@ -88,14 +140,14 @@ const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
 /**
  * The shared store for several api instances: PostgreSQL through a `pg` pool. Every create is one
- * autocommit `INSERT … ON CONFLICT (id) DO NOTHING` (with webhook subscribers, one statement that also
+ * autocommit `INSERT … ON CONFLICT (id) DO NOTHING` (with an outbox, one statement that also
  * inserts the plant's deliveries), answered after the server reports the COMMIT
  * (durable with the server's default `synchronous_commit = on`); concurrent creates of one id, from
  * any number of instances, are decided by the primary key: exactly one inserts. Migrations run first.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
-  const { url, poolSize, timeoutMs, webhookUrls = [] } = options;
+  const { url, poolSize, timeoutMs } = options;
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -160,10 +212,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   }
 
   const deliveries: DeliveryOutbox = {
-    claim: ({ limit, leaseMs }) =>
+    claim: ({ url, limit, leaseMs }) =>
       call(async () => {
-        const { rows } = await query<DeliveryRow>('deliveries-claim', CLAIM, [limit, leaseMs]);
+        const { rows } = await query<DeliveryRow>('deliveries-claim', CLAIM, [url, limit, leaseMs]);
         return rows.map(toDelivery);
+      }),
+    pendingUrls: ({ limit }) =>
+      call(async () => {
+        const { rows } = await query<{ url: string }>('deliveries-pending-urls', PENDING_URLS, [limit]);
+        return rows.map((row) => row.url);
       }),
     markDelivered: (id) =>
       call(async () => {
@@ -212,6 +269,16 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         for (const row of rows) counts[row.status] = Number(row.n);
         return counts;
       }),
+    depth: ({ cap }) =>
+      call(async () => {
+        const { rows } = await query<{ pending: bigint; failed: bigint }>('deliveries-depth', DEPTH, [cap]);
+        return { pending: Number(rows[0]!.pending), failed: Number(rows[0]!.failed) };
+      }),
+    prune: ({ olderThanMs, limit }) =>
+      call(async () => {
+        const { rowCount } = await query('deliveries-prune', PRUNE, [olderThanMs, limit]);
+        return rowCount ?? 0;
+      }),
   };
 
   const tokens: TokenStore = {
@@ -259,18 +326,18 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   };
 
   return {
-    create: (plant: NewPlant) =>
+    create: (plant: NewPlant, outbox: readonly NewDelivery[] = []) =>
       call(async () => {
-        if (webhookUrls.length > 0) {
+        if (outbox.length > 0) {
           const { rowCount } = await query('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
             plant.id.toString(),
             plant.name,
             plant.tag ?? null,
-            newPlantPayload(plant),
-            webhookUrls.map(newWebhookId),
-            webhookUrls,
+            outbox.map((delivery) => delivery.id),
+            outbox.map((delivery) => delivery.url),
+            outbox.map((delivery) => delivery.payload),
           ]);
-          return rowCount === webhookUrls.length;
+          return rowCount === outbox.length;
         }
         const { rowCount } = await query(
           'plants-insert',
@@ -293,24 +360,25 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         ]);
         return rows[0] === undefined ? undefined : toPlant(rows[0]);
       }),
-    list: ({ limit, after }) =>
+    list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
       call(async () => {
         const { rows } =
           after === undefined
-            ? await query<Row>('plants-list', 'SELECT id, name, tag FROM plants ORDER BY id LIMIT $1', [
-                limit,
-              ])
-            : await query<Row>(
-                'plants-list-after',
-                'SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2',
-                [after.toString(), limit],
-              );
-        return rows.map(toPlant);
+            ? await query<PageRow>('plants-list', pageQuery('TRUE'), [limit + 1, maxBytes])
+            : await query<PageRow>('plants-list-after', pageQuery('id > $3'), [
+                limit + 1,
+                maxBytes,
+                after.toString(),
+              ]);
+        const plants = rows.slice(0, limit).map(toPlant);
+        return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
       }),
     ping: () =>
       call(async () => {
         await query('plants-ping', 'SELECT 1', []);
       }),
+    // Each call fails or succeeds on its own, and the store recovers when the server does.
+    failed: new Promise<Error>(() => {}),
     deliveries,
     tokens,
     close() {
@@ -325,14 +393,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 }
 
 /**
- * Applies the pending migrations in `schema_migrations` order, under a session-level
- * `pg_advisory_lock`, so instances starting together apply each version exactly once (the others
- * wait, then find nothing to do). Resolves with the versions applied by this call.
+ * Takes the schema to `to` (default: the newest) with the runner of `migrate.ts`, under a
+ * session-level `pg_advisory_lock`, so instances starting together apply each version exactly once
+ * (the others wait, then find nothing to do). Each version is its own transaction.
  */
 export async function migratePostgres({
   url,
   timeoutMs,
-}: Pick<PostgresStoreOptions, 'url' | 'timeoutMs'>): Promise<number[]> {
+  to,
+}: Pick<PostgresStoreOptions, 'url' | 'timeoutMs'> & MigrateOptions): Promise<MigrationResult> {
   const client = new pg.Client({
     connectionString: url,
     connectionTimeoutMillis: timeoutMs,
@@ -341,46 +410,51 @@ export async function migratePostgres({
     application_name: `${APPLICATION_NAME}-migrate`,
   });
   client.on('error', () => {});
-  try {
-    await client.connect();
-  } catch (cause) {
-    await client.end().catch(() => {});
-    throw new StoreUnavailableError('PostgreSQL could not be reached to migrate', { cause });
-  }
   const run = (text: string, values?: unknown[]) =>
     client.query(text, values).catch((cause: unknown) => {
       throw toStoreError(cause);
     });
-  try {
-    await run('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await run(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-    );
-    const { rows } = await run('SELECT version FROM schema_migrations');
-    const done = new Set(rows.map((row: { version: number }) => row.version));
-    const applied: number[] = [];
-    for (const migration of postgresMigrations) {
-      if (done.has(migration.version)) continue;
-      try {
-        await run('BEGIN');
-        await run(migration.sql);
-        await run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-          migration.version,
-          migration.name,
-        ]);
-        await run('COMMIT');
-      } catch (cause) {
-        await client.query('ROLLBACK').catch(() => {});
-        if (cause instanceof StoreUnavailableError) throw cause;
-        throw new Error(`PostgreSQL migration ${migration.version} (${migration.name}) failed`, { cause });
-      }
-      applied.push(migration.version);
-    }
-    return applied;
-  } finally {
-    // Ending the session releases the advisory lock too.
-    await client.end().catch(() => {});
-  }
+  return migrate(
+    {
+      dialect: 'postgres',
+      label: 'PostgreSQL',
+      async locked(work) {
+        try {
+          await client.connect();
+        } catch (cause) {
+          await client.end().catch(() => {});
+          throw new StoreUnavailableError('PostgreSQL could not be reached to migrate', { cause });
+        }
+        try {
+          await run('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+          await run(
+            'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+          );
+          return await work();
+        } finally {
+          // Ending the session releases the advisory lock too.
+          await client.end().catch(() => {});
+        }
+      },
+      async applied() {
+        const { rows } = await run('SELECT version FROM schema_migrations');
+        return rows.map((row: { version: number }) => row.version);
+      },
+      async step(sql, { version, name }, direction) {
+        try {
+          await run('BEGIN');
+          await run(sql);
+          if (direction === 'down') await run('DELETE FROM schema_migrations WHERE version = $1', [version]);
+          else await run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [version, name]);
+          await run('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw error;
+        }
+      },
+    },
+    { to },
+  );
 }
 
 /** A failure to reach or use the server becomes `StoreUnavailableError` (503); anything else is a bug (500). */

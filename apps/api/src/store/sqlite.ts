@@ -1,13 +1,15 @@
-import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { NewPlant } from '@plant-store/schema';
 import Database from 'better-sqlite3';
-import { newPlantPayload, newWebhookId } from '../webhooks/event.ts';
-import { sqliteMigrations } from './sqlite-migrations.ts';
+import { makePrivate } from './private-files.ts';
+import { migrateSqlite } from './sqlite-migrate.ts';
 import {
   type Delivery,
   type DeliveryOutbox,
   type FailedDelivery,
+  type NewDelivery,
+  PAGE_BUDGET_BYTES,
   type PlantStore,
   parseScopes,
   type StoredPlant,
@@ -15,13 +17,15 @@ import {
   StoreUnavailableError,
   type TokenRecord,
   type TokenStore,
+  textBytes,
 } from './store.ts';
 
 /** One write in a group commit; `apply` documents each one's result. */
 type Write =
-  | { create: NewPlant; deliveries?: { ids: string[]; payload: string } }
+  | { create: NewPlant; outbox: readonly NewDelivery[] }
   | { delete: bigint }
-  | { claim: { limit: number; leaseMs: number } }
+  | { claim: { url: string; limit: number; leaseMs: number } }
+  | { prune: { olderThanMs: number; limit: number } }
   | { delivered: string }
   | { retry: { id: string; delayMs: number; error: string } }
   | { failed: { id: string; error: string } }
@@ -46,20 +50,26 @@ type FailedRow = ClaimedRow & { last_error: string; updated_at: bigint };
  * log is fdatasync'd on libuv's thread pool and only then is each write answered: what
  * synchronous=FULL guarantees (a 200 survives a power cut), without blocking the event loop on the
  * disk. While that sync runs, new writes queue up for the next transaction, and reads wait for it,
- * so nobody ever sees data that is not yet durable. A duplicate id fails only its own create. With
- * `webhookUrls`, each create also enqueues one webhook delivery per URL in the same transaction.
+ * so nobody ever sees data that is not yet durable. A duplicate id fails only its own create, and
+ * enqueues none of the deliveries it was given.
+ *
+ * A failed COMMIT or log sync is fatal (see `failed`): the pages of a transaction whose sync failed
+ * may be dropped by the kernel while a later sync reports success, so nothing this connection would
+ * write or read afterwards can be trusted. The writes of that transaction and every later call are
+ * rejected with `StoreUnavailableError` (so no 200 follows a failed sync), and only a new process,
+ * recovering from what is on disk, serves again.
  */
-export function openSqliteStore(path: string, webhookUrls: readonly string[] = []): PlantStore {
-  mkdirSync(dirname(path), { recursive: true });
+export async function openSqliteStore(path: string): Promise<PlantStore> {
+  makePrivate(path);
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   // Durability comes from the fdatasync of the log after each commit (see above), not from SQLite.
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   db.defaultSafeIntegers(true);
-  migrate(db);
+  await migrateSqlite(db);
   // The log SQLite writes to; it keeps this file (the same inode) for as long as the connection is open.
-  const wal = openSync(`${path}-wal`, 'a');
+  const wal = openSync(`${path}-wal`, 'a', 0o600);
   // Make the migrations and the log's directory entry durable once (a fresh file may not be).
   fsyncSync(wal);
   const dir = openSync(dirname(path), 'r');
@@ -81,7 +91,22 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   const countByStatus = db.prepare<[], { status: 'pending' | 'delivered' | 'failed'; n: bigint }>(
     'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
   );
-  const apply = writer(db, webhookUrls);
+  // Each count walks at most `cap` entries of its partial index.
+  const countCapped = db.prepare<{ cap: number }, { pending: bigint; failed: bigint }>(`
+    SELECT
+      (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' ORDER BY url, next_attempt_at LIMIT @cap)) AS pending,
+      (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'failed' ORDER BY created_at LIMIT @cap)) AS failed`);
+  // A loose index scan: one probe of webhook_deliveries_due_by_url per distinct URL.
+  const selectPendingUrls = db.prepare<{ limit: number }, { url: string }>(`
+    WITH RECURSIVE urls (url) AS (
+      SELECT min(url) FROM webhook_deliveries WHERE status = 'pending'
+      UNION ALL
+      SELECT (SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND url > urls.url)
+      FROM urls WHERE urls.url IS NOT NULL
+      LIMIT @limit + 1
+    )
+    SELECT url FROM urls WHERE url IS NOT NULL LIMIT @limit`);
+  const apply = writer(db);
   const applyAll = db.transaction((writes: Write[]) => writes.map(apply));
 
   let queued: PendingWrite[] = [];
@@ -89,6 +114,21 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   /** Resolves when the log sync in flight is done; `undefined` when none is. */
   let syncing: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
+  /** Set once a COMMIT or a log sync failed: the store then refuses everything, for good. */
+  let fatal: StoreUnavailableError | undefined;
+  let reportFailure: (error: Error) => void = () => {};
+  const failed = new Promise<Error>((resolve) => {
+    reportFailure = resolve;
+  });
+
+  function fail(error: StoreUnavailableError): void {
+    if (fatal) return;
+    fatal = error;
+    const waiting = queued;
+    queued = [];
+    for (const item of waiting) item.reject(error);
+    reportFailure(error);
+  }
 
   function schedule(): void {
     if (scheduled || syncing !== undefined || queued.length === 0) return;
@@ -106,7 +146,9 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
     } catch (cause) {
       const error = new StoreUnavailableError('the writes could not be committed', { cause });
       for (const item of batch) item.reject(error);
-      schedule();
+      // Another process holding the write lock past busy_timeout: nothing was written, retry later.
+      if (isLockError(cause)) schedule();
+      else fail(error);
       return;
     }
     syncing = new Promise((done) =>
@@ -115,6 +157,7 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
         if (cause) {
           const error = new StoreUnavailableError('the write-ahead log could not be synced', { cause });
           for (const item of batch) item.reject(error);
+          fail(error);
         } else {
           for (const [i, item] of batch.entries()) item.resolve(results[i]);
         }
@@ -125,6 +168,7 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   }
 
   function write<T>(change: Write): Promise<T> {
+    if (fatal) return Promise.reject(fatal);
     if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
     return new Promise<T>((resolve, reject) => {
       queued.push({ write: change, resolve: resolve as (result: unknown) => void, reject });
@@ -135,6 +179,8 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   async function read<T>(query: () => T): Promise<T> {
     // Never show a write before it is durable: wait for the log sync in flight, if any.
     if (syncing) await syncing;
+    // What a failed sync left in the page cache may not be on disk: show nothing more.
+    if (fatal) throw fatal;
     try {
       if (closing) throw new Error('store is closed');
       return query();
@@ -145,6 +191,7 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
 
   const deliveries: DeliveryOutbox = {
     claim: async (options) => (await write<ClaimedRow[]>({ claim: options })).map(toDelivery),
+    pendingUrls: ({ limit }) => read(() => selectPendingUrls.all({ limit }).map((row) => row.url)),
     markDelivered: (id) => write({ delivered: id }),
     retry: (id, { delayMs, error }) => write({ retry: { id, delayMs, error } }),
     markFailed: (id, error) => write({ failed: { id, error } }),
@@ -155,6 +202,12 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
         for (const row of countByStatus.all()) counts[row.status] = Number(row.n);
         return counts;
       }),
+    depth: ({ cap }) =>
+      read(() => {
+        const row = countCapped.get({ cap })!;
+        return { pending: Number(row.pending), failed: Number(row.failed) };
+      }),
+    prune: (options) => write({ prune: options }),
   };
 
   const tokens: TokenStore = {
@@ -171,24 +224,27 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
   };
 
   return {
-    create: (plant) =>
-      write(
-        webhookUrls.length === 0
-          ? { create: plant }
-          : {
-              create: plant,
-              deliveries: { ids: webhookUrls.map(newWebhookId), payload: newPlantPayload(plant) },
-            },
-      ),
+    create: (plant, outbox = []) => write({ create: plant, outbox }),
     delete: (id) => write({ delete: id }),
     get: (id) => read(() => toPlant(selectOne.get(id))),
-    list: ({ limit, after }) =>
-      read(() =>
-        (after === undefined ? selectFirst.all(limit) : selectAfter.all(after, limit)).map(
-          (row) => toPlant(row)!,
-        ),
-      ),
+    list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
+      read(() => {
+        // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
+        const rows =
+          after === undefined ? selectFirst.iterate(limit + 1) : selectAfter.iterate(after, limit + 1);
+        const plants: StoredPlant[] = [];
+        let bytes = 0;
+        for (const row of rows) {
+          bytes += textBytes(row);
+          // Leaving the loop ends the statement.
+          if (plants.length === limit || (plants.length > 0 && bytes > maxBytes))
+            return { plants, more: true };
+          plants.push(toPlant(row)!);
+        }
+        return { plants, more: false };
+      }),
     ping: () => read(() => undefined),
+    failed,
     deliveries,
     tokens,
     close() {
@@ -198,6 +254,9 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
           if (syncing) await syncing;
           else await new Promise((resolve) => setImmediate(resolve));
         }
+        // Closing checkpoints the log into the database file: not after a failed sync, when the
+        // log's pages in memory may not be what is on disk. Exiting leaves the recovery to SQLite.
+        if (fatal) return;
         db.close();
         closeSync(wal);
       })();
@@ -208,12 +267,12 @@ export function openSqliteStore(path: string, webhookUrls: readonly string[] = [
 
 /**
  * The write statements, and what each write answers: `{ create }` → whether it inserted (and then
- * enqueued one delivery per webhook URL); `{ delete }` → whether it deleted; `{ claim }` → the
- * leased deliveries; `{ delivered | retry | failed }` → nothing; `{ addToken }` → whether it was
+ * enqueued its outbox); `{ delete }` → whether it deleted; `{ claim }` → the
+ * leased deliveries; `{ prune }` → how many it deleted; `{ delivered | retry | failed }` → nothing; `{ addToken }` → whether it was
  * added; `{ revokeToken }` → whether an active token was revoked. Outbox times are milliseconds
  * since the epoch; while an attempt runs, `next_attempt_at` is its lease's end.
  */
-function writer(db: Database.Database, webhookUrls: readonly string[]): (write: Write) => unknown {
+function writer(db: Database.Database): (write: Write) => unknown {
   const insert = db.prepare(
     'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
   );
@@ -221,13 +280,18 @@ function writer(db: Database.Database, webhookUrls: readonly string[]): (write: 
   const enqueue = db.prepare(
     'INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const claim = db.prepare<{ now: number; leaseEnd: number; limit: number }, ClaimedRow>(`
+  const claim = db.prepare<{ url: string; now: number; leaseEnd: number; limit: number }, ClaimedRow>(`
     UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = @leaseEnd, updated_at = @now
     WHERE id IN (
-      SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
+      SELECT id FROM webhook_deliveries WHERE status = 'pending' AND url = @url AND next_attempt_at <= @now
       ORDER BY next_attempt_at LIMIT @limit
     )
     RETURNING id, url, payload, attempts, created_at`);
+  const prune = db.prepare<{ before: number; limit: number }>(`
+    DELETE FROM webhook_deliveries WHERE id IN (
+      SELECT id FROM webhook_deliveries WHERE status = 'delivered' AND updated_at < @before
+      ORDER BY updated_at LIMIT @limit
+    )`);
   const delivered = db.prepare(
     "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id = ? AND status = 'pending'",
   );
@@ -248,18 +312,22 @@ function writer(db: Database.Database, webhookUrls: readonly string[]): (write: 
     if ('create' in write) {
       const { id, name, tag } = write.create;
       const created = insert.run(id, name, tag ?? null).changes === 1;
-      if (created && write.deliveries) {
+      if (created && write.outbox.length > 0) {
         const now = Date.now();
-        for (const [i, url] of webhookUrls.entries()) {
-          enqueue.run(write.deliveries.ids[i], url, write.deliveries.payload, now, now, now);
+        for (const delivery of write.outbox) {
+          enqueue.run(delivery.id, delivery.url, delivery.payload, now, now, now);
         }
       }
       return created;
     }
     if ('delete' in write) return remove.run(write.delete).changes === 1;
     const now = Date.now();
-    if ('claim' in write)
-      return claim.all({ now, leaseEnd: now + write.claim.leaseMs, limit: write.claim.limit });
+    if ('claim' in write) {
+      const { url, limit, leaseMs } = write.claim;
+      return claim.all({ url, now, leaseEnd: now + leaseMs, limit });
+    }
+    if ('prune' in write)
+      return prune.run({ before: now - write.prune.olderThanMs, limit: write.prune.limit }).changes;
     if ('delivered' in write) delivered.run(now, write.delivered);
     else if ('retry' in write) retry.run(now + write.retry.delayMs, write.retry.error, now, write.retry.id);
     else if ('failed' in write) failed.run(write.failed.error, now, write.failed.id);
@@ -269,6 +337,12 @@ function writer(db: Database.Database, webhookUrls: readonly string[]): (write: 
     } else return revokeToken.run(now, write.revokeToken).changes === 1;
     return undefined;
   };
+}
+
+/** SQLITE_BUSY or SQLITE_LOCKED (and their extended codes): another connection held the lock. */
+function isLockError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
 }
 
 function toDelivery(row: ClaimedRow): Delivery {
@@ -297,29 +371,4 @@ function toFailedDelivery(row: FailedRow): FailedDelivery {
 function toPlant(row: Row | undefined): StoredPlant | undefined {
   if (row === undefined) return undefined;
   return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
-}
-
-function migrate(db: Database.Database): void {
-  db.exec(
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-  );
-  const apply = db.transaction(() => {
-    const applied = new Set(
-      db
-        .prepare<[], { version: bigint }>('SELECT version FROM schema_migrations')
-        .all()
-        .map((row) => Number(row.version)),
-    );
-    for (const migration of sqliteMigrations) {
-      if (applied.has(migration.version)) continue;
-      db.exec(migration.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-        migration.version,
-        migration.name,
-        new Date().toISOString(),
-      );
-    }
-  });
-  // IMMEDIATE takes the write lock first, so two processes starting together apply each version once.
-  apply.immediate();
 }

@@ -5,24 +5,53 @@ import type { Scope } from '../auth.ts';
 export type StoredPlant = { id: bigint; name: string; tag?: string };
 
 /**
+ * Bytes of name and tag text (UTF-8) one page of `list` holds at most, whatever the store holds:
+ * rows written before the length limits, or by SQL, can be megabytes each.
+ */
+export const PAGE_BUDGET_BYTES = 1024 * 1024;
+
+/** One page of `list`. */
+export type PlantPage = {
+  plants: StoredPlant[];
+  /** Whether plants with greater ids remain: the page ended at `limit` or at the byte budget. */
+  more: boolean;
+};
+
+/** What one plant costs a page's byte budget: its name and tag in UTF-8. */
+export function textBytes(plant: { name: string; tag?: string | null }): number {
+  return Buffer.byteLength(plant.name) + (plant.tag ? Buffer.byteLength(plant.tag) : 0);
+}
+
+/**
  * The storage contract. Every implementation answers a create only after the plant is durably
  * committed (on disk, fsync'd), and never rounds an id.
  */
 export interface PlantStore {
   /**
-   * Inserts a plant and, in the same transaction, one pending webhook delivery per subscriber the
-   * store was opened with (a transactional outbox). Resolves `true` once both are committed, `false`
-   * when the id already exists (and then nothing was enqueued).
+   * Inserts a plant and, in the same transaction, the pending deliveries of `outbox` (a
+   * transactional outbox; none when omitted). Resolves `true` once both are committed, `false` when
+   * the id already exists (and then nothing was enqueued).
    */
-  create(plant: NewPlant): Promise<boolean>;
+  create(plant: NewPlant, outbox?: readonly NewDelivery[]): Promise<boolean>;
   /** The plant with this id, or `undefined`. */
   get(id: bigint): Promise<StoredPlant | undefined>;
   /** Deletes a plant. Resolves `true` once the deletion is committed, `false` when there was no such plant. */
   delete(id: bigint): Promise<boolean>;
-  /** Plants in ascending id order, strictly after `after` when given. */
-  list(options: { limit: number; after?: bigint }): Promise<StoredPlant[]>;
+  /**
+   * Plants in ascending id order, strictly after `after` when given: at most `limit`, and only as
+   * many as fit in `maxBytes` (default `PAGE_BUDGET_BYTES`) of name and tag text, but always at least
+   * one when any remain. The process never holds more than that page and one more row.
+   */
+  list(options: { limit: number; after?: bigint; maxBytes?: number }): Promise<PlantPage>;
   /** Resolves once the store answers a query; rejects with `StoreUnavailableError` otherwise. */
   ping(): Promise<void>;
+  /**
+   * Resolves, with the cause, once the store can no longer be trusted with writes (the SQLite store
+   * after a failed log sync or COMMIT): from then on every call rejects with `StoreUnavailableError`
+   * and only a restart, recovering from what is on disk, brings it back. Never settles on stores
+   * that recover by themselves (PostgreSQL).
+   */
+  readonly failed: Promise<Error>;
   /** The webhook outbox that `create` fills and the delivery worker drains. */
   deliveries: DeliveryOutbox;
   /** Bearer tokens issued with `main.js token create`, kept only as SHA-256 digests. */
@@ -30,13 +59,20 @@ export interface PlantStore {
   close(): Promise<void>;
 }
 
-/** A webhook delivery claimed for one attempt. */
-export type Delivery = {
-  /** The Standard Webhooks `webhook-id`: the same on every attempt of this delivery. */
+/** A webhook delivery as `create` enqueues it: pending, due at once. */
+export type NewDelivery = {
+  /**
+   * The Standard Webhooks `webhook-id`: the same on every attempt of this delivery. New and unique
+   * (`newWebhookId`): an id already in the outbox fails the whole write.
+   */
   id: string;
   url: string;
-  /** The body to send, exactly: the `NewPlant` JSON. */
+  /** The body to send, exactly. */
   payload: string;
+};
+
+/** A webhook delivery claimed for one attempt. */
+export type Delivery = NewDelivery & {
   /** Attempts so far, this one included. */
   attempts: number;
   createdAt: Date;
@@ -52,8 +88,13 @@ export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
  * deliveries, so a late answer never undoes a delivered one.
  */
 export interface DeliveryOutbox {
-  /** Leases up to `limit` due pending deliveries for `leaseMs`, counting the attempt, oldest due first. */
-  claim(options: { limit: number; leaseMs: number }): Promise<Delivery[]>;
+  /**
+   * Leases up to `limit` due pending deliveries to `url` for `leaseMs`, counting the attempt, oldest
+   * due first. One subscriber at a time, so each gets its own share of the attempts.
+   */
+  claim(options: { url: string; limit: number; leaseMs: number }): Promise<Delivery[]>;
+  /** The distinct URLs that have pending deliveries (due or not), at most `limit` of them. */
+  pendingUrls(options: { limit: number }): Promise<string[]>;
   markDelivered(id: string): Promise<void>;
   /** Makes the delivery due again in `delayMs`, recording why this attempt failed. */
   retry(id: string, options: { delayMs: number; error: string }): Promise<void>;
@@ -61,8 +102,18 @@ export interface DeliveryOutbox {
   markFailed(id: string, error: string): Promise<void>;
   /** Failed deliveries, oldest first. */
   listFailed(options: { limit: number }): Promise<FailedDelivery[]>;
-  /** How many deliveries are in each state. */
+  /** How many deliveries are in each state: counts every row, for the `webhooks failed` command. */
   counts(): Promise<{ pending: number; delivered: number; failed: number }>;
+  /**
+   * Pending and failed deliveries, each counted up to `cap` only (through their partial indexes), so
+   * that a metrics scrape costs the same however large the outbox is.
+   */
+  depth(options: { cap: number }): Promise<{ pending: number; failed: number }>;
+  /**
+   * Deletes up to `limit` deliveries that were delivered more than `olderThanMs` ago, oldest first;
+   * resolves with how many it deleted. Failed deliveries are kept.
+   */
+  prune(options: { olderThanMs: number; limit: number }): Promise<number>;
 }
 
 /** Scopes as stored: a comma-separated list. */

@@ -1,9 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import { type NewPlant, stringifyJson } from '@plant-store/schema';
+import { type NewPlant, stringifyJson, withTag } from '@plant-store/schema';
+import type { NewDelivery } from '../store/store.ts';
+
+/** The new-plant webhook's subscribers, as the create operation sees them. */
+export type NewPlantWebhook = {
+  /** The outbox rows a create of `plant` writes with it: one delivery per subscriber URL. */
+  deliveriesFor(plant: NewPlant): readonly NewDelivery[];
+};
+
+const NO_DELIVERIES: readonly NewDelivery[] = Object.freeze([]);
+
+/** The new-plant webhook to `urls` (`WEBHOOK_URLS`); with none, every create enqueues nothing. */
+export function newPlantWebhook(urls: readonly string[] = []): NewPlantWebhook {
+  if (urls.length === 0) return { deliveriesFor: () => NO_DELIVERIES };
+  return {
+    deliveriesFor(plant) {
+      const payload = newPlantPayload(plant);
+      return urls.map((url) => ({ id: newWebhookId(), url, payload }));
+    },
+  };
+}
 
 /** The new-plant webhook's body: the `NewPlant` that was added, its id an exact JSON integer. */
 export function newPlantPayload({ id, name, tag }: NewPlant): string {
-  return stringifyJson(tag === undefined ? { id, name } : { id, name, tag });
+  return stringifyJson(withTag({ id, name }, tag));
 }
 
 /** A new Standard Webhooks `webhook-id`, one per delivery, kept for all of its attempts. */

@@ -37,7 +37,8 @@ export async function sendDelivery(
   } catch (error) {
     if (abort.aborted) return { ok: false, abandoned: true, error: 'abandoned at shutdown' };
     if (timeout.aborted) return { ok: false, abandoned: false, error: `no answer within ${timeoutMs} ms` };
-    return { ok: false, abandoned: false, error: describeFetchError(error) };
+    // fetch's messages can quote the URL (e.g. one with credentials): never store or log its secrets.
+    return { ok: false, abandoned: false, error: redactUrls(describeFetchError(error)) };
   }
 }
 
@@ -48,6 +49,15 @@ function describeFetchError(error: unknown): string {
   if (typeof code === 'string') return `connection failed (${code})`;
   if (cause instanceof Error && cause.message) return `request failed (${cause.message})`;
   return error instanceof Error ? `request failed (${error.message})` : 'request failed';
+}
+
+/** Text fit for logs and `last_error`: each URL in it reduced as `redactUrl` does. */
+export function redactUrls(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, (match) => {
+    // Punctuation closing the sentence around the URL stays in the sentence.
+    const tail = /[).,;:\]]*$/.exec(match)![0];
+    return redactUrl(match.slice(0, match.length - tail.length)) + tail;
+  });
 }
 
 /** A subscriber URL fit for logs and listings: credentials and query (which may carry tokens) dropped. */

@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { afterAll, beforeAll } from 'vitest';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
+/** Node's flags as `pnpm start` passes them (apps/api/package.json), so tests run what users run. */
+export const START_NODE_ARGS = ['--max-old-space-size=256'];
 
 export type ApiProcess = {
   url: string;
@@ -21,21 +24,26 @@ export type ApiProcess = {
 };
 
 /**
- * Starts the built api (`dist/main.js`, as `pnpm start` runs it) as a real process on an ephemeral
- * loopback port, and resolves once it logs that it is listening.
+ * Starts the built api (`dist/main.js`, as `pnpm start` runs it, with its heap cap) as a real
+ * process on an ephemeral loopback port, and resolves once it logs that it is listening.
  */
 export async function startApiProcess(
-  options: { env?: Record<string, string>; dataDir?: string; token?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    dataDir?: string;
+    /** API_TOKENS; `null` leaves it unset (the service then generates a token). */
+    token?: string | null;
+  } = {},
 ): Promise<ApiProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'plant-store-'));
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [...START_NODE_ARGS, MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
       NODE_ENV: 'production',
       PORT: '0',
       HOST: '127.0.0.1',
       DATABASE_URL: `file:${join(dataDir, 'plants.db')}`,
-      API_TOKENS: options.token ?? 'test-token',
+      ...(options.token !== null && { API_TOKENS: options.token ?? 'plant-store-test-token' }),
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -47,12 +55,22 @@ export async function startApiProcess(
     child.stderr!.on('data', (chunk) => {
       stderr += chunk;
     });
+    const timer = setTimeout(() => {
+      // Nobody could stop a process whose start failed: do not leave it running.
+      child.kill('SIGKILL');
+      reject(new Error(`api did not start within 10 s: ${stderr}`));
+    }, 10_000).unref();
     createInterface({ input: child.stdout! }).on('line', (line) => {
       logs.push(line);
-      if (line.includes('"msg":"listening"')) resolve(JSON.parse(line).url);
+      if (line.includes('"msg":"listening"')) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line).url);
+      }
     });
-    child.once('exit', (code) => reject(new Error(`api exited with ${code} before listening: ${stderr}`)));
-    setTimeout(() => reject(new Error(`api did not start within 10 s: ${stderr}`)), 10_000).unref();
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`api exited with ${code} before listening: ${stderr}`));
+    });
   });
   return {
     url,
@@ -71,4 +89,25 @@ export async function startApiProcess(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One api process for a whole test file: started before its first test, stopped and cleaned up
+ * after its last. The handle reads through to the running process (`api.url`, `api.logs`, …).
+ */
+export function apiProcessPerFile(options: Parameters<typeof startApiProcess>[0] = {}): ApiProcess {
+  let started: ApiProcess | undefined;
+  beforeAll(async () => {
+    started = await startApiProcess(options);
+  });
+  afterAll(async () => {
+    await started?.stop();
+    started?.cleanup();
+  });
+  return new Proxy({} as ApiProcess, {
+    get(_, key) {
+      if (started === undefined) throw new Error('the api process is not started yet (use it inside a test)');
+      return started[key as keyof ApiProcess];
+    },
+  });
 }

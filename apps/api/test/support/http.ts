@@ -1,7 +1,7 @@
 /** A raw HTTP answer, read whole. */
 export type Answer = { status: number; headers: Headers; text: string; json: unknown };
 
-export const TOKEN = 'test-token';
+export const TOKEN = 'plant-store-test-token';
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
 /** Sends one request over real HTTP with a raw string body and reads the whole answer. */

@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { type AppOptions, createApp } from '../../src/app.ts';
+import { createTokenVerifier } from '../../src/auth.ts';
 import { openSqliteStore } from '../../src/store/sqlite.ts';
+import { TOKEN } from './http.ts';
 import { sqliteTestStore, type TestStoreInstance } from './stores.ts';
 
 export type InProcessApi = {
@@ -16,11 +18,12 @@ export type InProcessApi = {
 
 /**
  * The app built with `createApp` on a fresh SQLite store, served on a loopback port in this
- * process, for tests that need to pass options the environment cannot (a limiter, a registry).
+ * process, for tests that need to pass options the environment cannot (a limiter, a registry). Its
+ * verifier accepts `TOKEN` with every scope unless `options.verifier` is given.
  */
 export async function startInProcess(options: Partial<AppOptions> = {}): Promise<InProcessApi> {
   const store = await sqliteTestStore.setup();
-  const plants = openSqliteStore(store.env.DATABASE_URL!.slice('file:'.length));
+  const plants = await openSqliteStore(store.env.DATABASE_URL!.slice('file:'.length));
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -30,7 +33,7 @@ export async function startInProcess(options: Partial<AppOptions> = {}): Promise
   });
   const app = createApp({
     store: plants,
-    tokens: [{ name: 'tester', secret: 'test-token', scopes: ['read', 'write'] }],
+    verifier: createTokenVerifier([{ name: 'tester', secret: TOKEN, scopes: ['read', 'write'] }]),
     log: pino({ level: 'info' }, sink),
     publicUrl: 'http://127.0.0.1',
     ...options,

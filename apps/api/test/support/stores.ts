@@ -13,8 +13,15 @@ export type TestStoreInstance = {
   ids(): Promise<bigint[]>;
   /** Every webhook delivery, read straight from the database, oldest first. */
   deliveries(): Promise<StoredDelivery[]>;
+  /**
+   * Writes plants straight into the database, past every check of the api: rows as they were
+   * written before the length limits, or by SQL.
+   */
+  insertPlants(plants: readonly SeedPlant[]): Promise<void>;
   teardown(): Promise<void>;
 };
+
+export type SeedPlant = { id: bigint; name: string; tag?: string };
 
 export type StoredDelivery = { id: string; url: string; status: string; attempts: number; payload: string };
 
@@ -53,6 +60,18 @@ export const sqliteTestStore: TestStore = {
         const db = new Database(file, { readonly: true });
         try {
           return db.prepare<[], StoredDelivery>(DELIVERIES).all();
+        } finally {
+          db.close();
+        }
+      },
+      async insertPlants(plants) {
+        const db = new Database(file);
+        try {
+          db.pragma('busy_timeout = 5000');
+          const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)');
+          db.transaction(() => {
+            for (const { id, name, tag } of plants) insert.run(id, name, tag ?? null);
+          })();
         } finally {
           db.close();
         }
@@ -118,6 +137,26 @@ export const postgresTestStore: TestStore = {
           await client.end();
         }
       },
+      async insertPlants(plants) {
+        const client = new pg.Client({ connectionString: url.href });
+        await client.connect();
+        try {
+          // 100 rows a statement keeps each one a few megabytes even with 60,000-character names.
+          for (let i = 0; i < plants.length; i += 100) {
+            const chunk = plants.slice(i, i + 100);
+            await client.query(
+              'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])',
+              [
+                chunk.map((plant) => plant.id.toString()),
+                chunk.map((plant) => plant.name),
+                chunk.map((plant) => plant.tag ?? null),
+              ],
+            );
+          }
+        } finally {
+          await client.end();
+        }
+      },
       async teardown() {
         // FORCE ends connections a killed api process may have left behind.
         await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
@@ -125,6 +164,17 @@ export const postgresTestStore: TestStore = {
     };
   },
 };
+
+/** Runs `use` on a new connection to the PostgreSQL database at `url`, ended afterwards. */
+export async function withPostgresClient<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
 
 export function testStores(): TestStore[] {
   return postgresAvailable() ? [sqliteTestStore, postgresTestStore] : [sqliteTestStore];

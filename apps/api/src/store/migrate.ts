@@ -1,0 +1,66 @@
+import { type Dialect, LATEST_VERSION, type Migration, migrations, sqlFor } from './migrations.ts';
+import { StoreUnavailableError } from './store.ts';
+
+/** What one store lends the runner: its dialect, its lock and its `schema_migrations` table. */
+export type MigrationDriver = {
+  dialect: Dialect;
+  /** For messages: "SQLite", "PostgreSQL". */
+  label: string;
+  /**
+   * Runs `work` holding the lock that lets one process migrate a database at a time, with
+   * `schema_migrations` created: others wait, then find nothing left to do.
+   */
+  locked<T>(work: () => Promise<T>): Promise<T>;
+  /** The versions `schema_migrations` records. */
+  applied(): Promise<number[]>;
+  /** Runs `sql`, then records (`up`) or forgets (`down`) `migration` in `schema_migrations`, all or nothing. */
+  step(sql: string, migration: Migration, direction: 'up' | 'down'): Promise<void>;
+};
+
+/** Where to take the schema: a version of `migrations.ts`, or 0 for none at all. Default: the newest. */
+export type MigrateOptions = { to?: number };
+
+/** The versions one run applied and reverted, in the order it did so. */
+export type MigrationResult = { applied: number[]; reverted: number[] };
+
+/** Whether `version` is one `migrate --to` can take the schema to. */
+export function isSchemaVersion(version: number): boolean {
+  return version === 0 || migrations.some((migration) => migration.version === version);
+}
+
+/**
+ * Takes the database to schema version `to`, under the driver's lock: reverts the applied versions
+ * above it (newest first), then applies the missing ones up to it (oldest first). Versions recorded
+ * by a newer release of this code are left alone.
+ */
+export async function migrate(
+  driver: MigrationDriver,
+  { to = LATEST_VERSION }: MigrateOptions = {},
+): Promise<MigrationResult> {
+  if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
+  return driver.locked(async () => {
+    const done = new Set(await driver.applied());
+    const result: MigrationResult = { applied: [], reverted: [] };
+    for (const migration of [...migrations].reverse()) {
+      if (migration.version <= to || !done.has(migration.version)) continue;
+      await run(driver, migration, 'down');
+      result.reverted.push(migration.version);
+    }
+    for (const migration of migrations) {
+      if (migration.version > to || done.has(migration.version)) continue;
+      await run(driver, migration, 'up');
+      result.applied.push(migration.version);
+    }
+    return result;
+  });
+}
+
+async function run(driver: MigrationDriver, migration: Migration, direction: 'up' | 'down'): Promise<void> {
+  try {
+    await driver.step(sqlFor(migration[direction], driver.dialect), migration, direction);
+  } catch (cause) {
+    if (cause instanceof StoreUnavailableError) throw cause;
+    const what = direction === 'up' ? 'migration' : 'reverting migration';
+    throw new Error(`${driver.label} ${what} ${migration.version} (${migration.name}) failed`, { cause });
+  }
+}

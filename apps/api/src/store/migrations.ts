@@ -1,0 +1,98 @@
+/** The SQL dialects the stores speak. */
+export type Dialect = 'sqlite' | 'postgres';
+
+/** SQL for both dialects, or a function of the dialect where the two really differ. */
+type Sql = string | ((dialect: Dialect) => string);
+
+export type Migration = { version: number; name: string; up: Sql; down: Sql };
+
+/**
+ * A point in time, per dialect: SQLite keeps milliseconds since the epoch (set by the store), and
+ * PostgreSQL a TIMESTAMPTZ that defaults to now().
+ */
+const time = { sqlite: 'INTEGER', postgres: 'TIMESTAMPTZ' } as const;
+const stamped = { sqlite: 'INTEGER NOT NULL', postgres: 'TIMESTAMPTZ NOT NULL DEFAULT now()' } as const;
+
+/**
+ * The schema versions of both stores, applied in order by `migrate.ts` (at start-up and by the
+ * `migrate` command), and reverted in reverse order by `migrate --to N`. Never edit a released one:
+ * add the next. Versions and names are what `schema_migrations` records, so they never change.
+ * Keep to SQL that PostgreSQL-compatible distributed engines (CockroachDB, YugabyteDB) also run:
+ * plain types, no extensions, no triggers.
+ */
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'create plants',
+    // SQLite: INTEGER PRIMARY KEY makes id the rowid (one B-tree, signed 64-bit, no separate index).
+    // PostgreSQL: BIGINT is int8, the full signed 64-bit range of PlantId; the key is the only index.
+    up: (dialect) =>
+      `CREATE TABLE plants (id ${dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'} PRIMARY KEY, name TEXT NOT NULL, tag TEXT)`,
+    down: 'DROP TABLE plants',
+  },
+  {
+    version: 2,
+    name: 'create webhook deliveries',
+    // The webhook outbox (see DeliveryOutbox in store.ts). `id` is the `webhook-id`; `payload` is
+    // TEXT, not JSONB, so every attempt sends (and signs) the same bytes. While an attempt runs,
+    // `next_attempt_at` is its lease's end: a claim pushes it forward, so one due-index serves both.
+    up: (dialect) => `
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at ${stamped[dialect]},
+        last_error TEXT,
+        created_at ${stamped[dialect]},
+        updated_at ${stamped[dialect]}
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (created_at) WHERE status = 'failed';
+    `,
+    down: 'DROP TABLE webhook_deliveries',
+  },
+  {
+    version: 3,
+    name: 'create api tokens',
+    // Issued bearer tokens: the SHA-256 digest (hex) of the secret, never the secret. Scopes are a
+    // comma-separated list; revoked tokens stay for audit.
+    up: (dialect) => `
+      CREATE TABLE api_tokens (
+        name TEXT PRIMARY KEY,
+        digest TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        created_at ${stamped[dialect]},
+        revoked_at ${time[dialect]}
+      )
+    `,
+    down: 'DROP TABLE api_tokens',
+  },
+  {
+    version: 4,
+    name: 'index webhook deliveries by subscriber',
+    // Each subscriber's due deliveries are claimed on their own, so that one subscriber's backlog
+    // never stands in front of another's: (url, next_attempt_at) serves the claim, and lets the
+    // worker find the subscribers with pending deliveries by a loose index scan; it replaces the
+    // due index of version 2. Delivered rows are pruned oldest first, by their own partial index.
+    up: `
+      CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (updated_at) WHERE status = 'delivered';
+      DROP INDEX webhook_deliveries_due;
+    `,
+    down: `
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+      DROP INDEX webhook_deliveries_delivered;
+      DROP INDEX webhook_deliveries_due_by_url;
+    `,
+  },
+];
+
+/** The newest schema version. */
+export const LATEST_VERSION = migrations.at(-1)!.version;
+
+/** The SQL of `sql` in `dialect`. */
+export function sqlFor(sql: Sql, dialect: Dialect): string {
+  return typeof sql === 'string' ? sql : sql(dialect);
+}

@@ -1,0 +1,68 @@
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const DIST = new URL('../dist/', import.meta.url).pathname;
+
+/** Every module a file of the bundle imports at run time: `import("./chunks/…")`. */
+function lazyImports(): string[] {
+  const files = ['main.js', ...readdirSync(join(DIST, 'chunks')).map((name) => `chunks/${name}`)];
+  const found = new Set<string>();
+  for (const file of files.filter((name) => name.endsWith('.js'))) {
+    const text = readFileSync(join(DIST, file), 'utf8');
+    for (const [, specifier] of text.matchAll(/import\("(\.[^"]+)"\)/g)) {
+      found.add(join(file.includes('/') ? 'chunks' : '', specifier!));
+    }
+  }
+  return [...found].sort();
+}
+
+/**
+ * Lazily loaded chunks are where a bundle breaks silently: they load only in the configuration
+ * that needs them (PostgreSQL, Redis, the OpenAPI document). Each must load from dist/ in a plain
+ * Node process and export what its importer uses; the shipped layer (shipped.test.ts) then runs
+ * each configuration end to end.
+ */
+describe('the bundle in dist/', () => {
+  it('loads every lazily imported chunk in a plain Node process', async () => {
+    const chunks = lazyImports();
+    // The PostgreSQL store, the Redis client and the OpenAPI document, at least.
+    for (const name of ['postgres', 'redis', 'openapi']) {
+      expect(
+        chunks.some((chunk) => chunk.startsWith(`chunks/${name}-`)),
+        name,
+      ).toBe(true);
+    }
+    for (const chunk of chunks) {
+      const { stdout } = await promisify(execFile)(process.execPath, [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(join(DIST, chunk))});
+         console.log(JSON.stringify(Object.entries(m).map(([k, v]) => [k, typeof v])));`,
+      ]);
+      const exports = JSON.parse(stdout) as [string, string][];
+      expect(exports.length, chunk).toBeGreaterThan(0);
+      expect(
+        exports.every(([, type]) => type !== 'undefined'),
+        `${chunk}: ${stdout}`,
+      ).toBe(true);
+    }
+  });
+
+  it('constructs the Redis client from its chunk (what REDIS_URL runs)', async () => {
+    const redis = lazyImports().find((chunk) => chunk.startsWith('chunks/redis-'))!;
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--input-type=module',
+      '-e',
+      `const m = await import(${JSON.stringify(join(DIST, redis))});
+       const connect = Object.values(m).find((v) => typeof v === 'function');
+       const log = { warn() {}, info() {} };
+       const client = connect('redis://127.0.0.1:1', { timeoutMs: 100, log });
+       console.log(typeof client.get, typeof client.evalsha, typeof client.status);
+       client.disconnect();`,
+    ]);
+    expect(stdout.trim()).toBe('function function string');
+  });
+});

@@ -1,0 +1,298 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import type { StoreConfig } from '../src/config.ts';
+import { migrations } from '../src/store/migrations.ts';
+import { migrateStore, openStore } from '../src/store/open-store.ts';
+import type { PlantStore } from '../src/store/store.ts';
+import {
+  postgresAvailable,
+  postgresTestStore,
+  sqliteTestStore,
+  withPostgresClient,
+} from './support/stores.ts';
+
+/** What a store's schema is, read from the database's catalog: tables, columns, indexes, constraints. */
+function sqliteSchema(path: string): Promise<string[]> {
+  return readSqlite(path, (db) =>
+    db
+      .prepare<[], { type: string; name: string; sql: string | null }>(
+        "SELECT type, name, sql FROM sqlite_master WHERE name <> 'schema_migrations' ORDER BY name",
+      )
+      .all()
+      .map(({ type, name, sql }) => `${type} ${name}: ${(sql ?? '').replace(/\s+/g, ' ').trim()}`),
+  );
+}
+
+async function readSqlite<T>(path: string, read: (db: Database.Database) => T): Promise<T> {
+  const db = new Database(path, { readonly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+async function postgresSchema(url: string): Promise<string[]> {
+  return withPostgresClient(url, async (client) => {
+    const columns = await client.query<{ line: string }>(`
+      SELECT format('column %s.%s: %s %s default %s', table_name, column_name, data_type,
+                    CASE is_nullable WHEN 'YES' THEN 'null' ELSE 'not null' END, coalesce(column_default, '-')) AS line
+      FROM information_schema.columns
+      WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
+      ORDER BY table_name, ordinal_position`);
+    const indexes = await client.query<{ line: string }>(`
+      SELECT format('index %s: %s', indexname, indexdef) AS line FROM pg_indexes
+      WHERE schemaname = 'public' AND tablename <> 'schema_migrations' ORDER BY indexname`);
+    const constraints = await client.query<{ line: string }>(`
+      SELECT format('constraint %s.%s: %s', c.conrelid::regclass, c.conname, pg_get_constraintdef(c.oid)) AS line
+      FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+      WHERE n.nspname = 'public' AND c.conrelid::regclass::text <> 'schema_migrations'
+      ORDER BY 1`);
+    return [...columns.rows, ...indexes.rows, ...constraints.rows].map((row) => row.line);
+  });
+}
+
+const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const VERSIONS = migrations.map(({ version }) => version);
+
+/** One store's leg: a fresh empty database, its config, and how to read its schema and versions. */
+type Leg = {
+  name: string;
+  /** The schema the released migrations (before they were written once) built, read from the catalog. */
+  released: string[];
+  open(): Promise<{
+    config: StoreConfig;
+    env: Record<string, string>;
+    schema(): Promise<string[]>;
+    versions(): Promise<number[]>;
+    /** Runs `sql` on the database, past the store. */
+    exec(sql: string): Promise<void>;
+    teardown(): Promise<void>;
+  }>;
+};
+
+const SQLITE_RELEASED = [
+  'table api_tokens: CREATE TABLE api_tokens ( name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, scopes TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER )',
+  'table plants: CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)',
+  'index sqlite_autoindex_api_tokens_1: ',
+  'index sqlite_autoindex_api_tokens_2: ',
+  'index sqlite_autoindex_webhook_deliveries_1: ',
+  "table webhook_deliveries: CREATE TABLE webhook_deliveries ( id TEXT PRIMARY KEY, url TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')), attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
+  "index webhook_deliveries_delivered: CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (updated_at) WHERE status = 'delivered'",
+  "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending'",
+  "index webhook_deliveries_failed: CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (created_at) WHERE status = 'failed'",
+];
+const POSTGRES_RELEASED = [
+  'column api_tokens.name: text not null default -',
+  'column api_tokens.digest: text not null default -',
+  'column api_tokens.scopes: text not null default -',
+  'column api_tokens.created_at: timestamp with time zone not null default now()',
+  'column api_tokens.revoked_at: timestamp with time zone null default -',
+  'column plants.id: bigint not null default -',
+  'column plants.name: text not null default -',
+  'column plants.tag: text null default -',
+  'column webhook_deliveries.id: text not null default -',
+  'column webhook_deliveries.url: text not null default -',
+  'column webhook_deliveries.payload: text not null default -',
+  "column webhook_deliveries.status: text not null default 'pending'::text",
+  'column webhook_deliveries.attempts: integer not null default 0',
+  'column webhook_deliveries.next_attempt_at: timestamp with time zone not null default now()',
+  'column webhook_deliveries.last_error: text null default -',
+  'column webhook_deliveries.created_at: timestamp with time zone not null default now()',
+  'column webhook_deliveries.updated_at: timestamp with time zone not null default now()',
+  'index api_tokens_digest_key: CREATE UNIQUE INDEX api_tokens_digest_key ON public.api_tokens USING btree (digest)',
+  'index api_tokens_pkey: CREATE UNIQUE INDEX api_tokens_pkey ON public.api_tokens USING btree (name)',
+  'index plants_pkey: CREATE UNIQUE INDEX plants_pkey ON public.plants USING btree (id)',
+  "index webhook_deliveries_delivered: CREATE INDEX webhook_deliveries_delivered ON public.webhook_deliveries USING btree (updated_at) WHERE (status = 'delivered'::text)",
+  "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON public.webhook_deliveries USING btree (url, next_attempt_at) WHERE (status = 'pending'::text)",
+  "index webhook_deliveries_failed: CREATE INDEX webhook_deliveries_failed ON public.webhook_deliveries USING btree (created_at) WHERE (status = 'failed'::text)",
+  'index webhook_deliveries_pkey: CREATE UNIQUE INDEX webhook_deliveries_pkey ON public.webhook_deliveries USING btree (id)',
+  'constraint api_tokens.api_tokens_digest_key: UNIQUE (digest)',
+  'constraint api_tokens.api_tokens_pkey: PRIMARY KEY (name)',
+  'constraint plants.plants_pkey: PRIMARY KEY (id)',
+  'constraint webhook_deliveries.webhook_deliveries_pkey: PRIMARY KEY (id)',
+  "constraint webhook_deliveries.webhook_deliveries_status_check: CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))",
+];
+
+const sqliteLeg: Leg = {
+  name: 'SQLite',
+  released: SQLITE_RELEASED,
+  async open() {
+    const store = await sqliteTestStore.setup();
+    const path = store.env.DATABASE_URL!.slice('file:'.length);
+    return {
+      config: { kind: 'sqlite', path },
+      env: store.env,
+      schema: () => sqliteSchema(path),
+      versions: () =>
+        readSqlite(path, (db) =>
+          db
+            .prepare<[], { version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+            .all()
+            .map((row) => row.version),
+        ),
+      async exec(sql) {
+        const db = new Database(path);
+        try {
+          db.exec(sql);
+        } finally {
+          db.close();
+        }
+      },
+      teardown: () => store.teardown(),
+    };
+  },
+};
+
+const postgresLeg: Leg = {
+  name: 'PostgreSQL',
+  released: POSTGRES_RELEASED,
+  async open() {
+    const store = await postgresTestStore.setup();
+    const url = store.env.DATABASE_URL!;
+    return {
+      config: { kind: 'postgres', url, poolSize: 2, timeoutMs: 5_000 },
+      env: store.env,
+      schema: () => postgresSchema(url),
+      versions: () =>
+        withPostgresClient(url, async (client) => {
+          const { rows } = await client.query<{ version: number }>(
+            'SELECT version FROM schema_migrations ORDER BY version',
+          );
+          return rows.map((row) => row.version);
+        }),
+      exec: (sql) =>
+        withPostgresClient(url, async (client) => {
+          await client.query(sql);
+        }),
+      teardown: () => store.teardown(),
+    };
+  },
+};
+
+const legs = postgresAvailable() ? [sqliteLeg, postgresLeg] : [sqliteLeg];
+
+type TestDatabase = Awaited<ReturnType<Leg['open']>>;
+
+/** Runs `test` on a fresh empty database of `leg`, dropped afterwards. */
+async function withDatabase(leg: Leg, test: (db: TestDatabase) => Promise<void>): Promise<void> {
+  const db = await leg.open();
+  try {
+    await test(db);
+  } finally {
+    await db.teardown();
+  }
+}
+
+/** Runs `use` on the store opened on `config`, closed afterwards. */
+async function withStore(config: StoreConfig, use: (store: PlantStore) => Promise<void>): Promise<void> {
+  const store = await openStore(config);
+  try {
+    await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+describe.each(legs)('migrations on $name', (leg) => {
+  it('up from empty applies every version and builds the schema the released migrations built', async () => {
+    await withDatabase(leg, async (db) => {
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: VERSIONS, reverted: [] });
+      expect(await db.schema()).toStrictEqual(leg.released);
+      expect(await db.versions()).toStrictEqual(VERSIONS);
+      // Current: a second run (another instance, the next start) applies nothing.
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: [], reverted: [] });
+    });
+  });
+
+  it('down to 0 drops everything, newest first, and up again builds the same schema', async () => {
+    await withDatabase(leg, async (db) => {
+      await migrateStore(db.config);
+      expect(await migrateStore(db.config, { to: 0 })).toStrictEqual({ applied: [], reverted: [4, 3, 2, 1] });
+      expect(await db.schema()).toStrictEqual([]);
+      expect(await db.versions()).toStrictEqual([]);
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: VERSIONS, reverted: [] });
+      expect(await db.schema()).toStrictEqual(leg.released);
+    });
+  });
+
+  it('goes one version at a time, down to 3 restoring the due index that 4 replaced', async () => {
+    await withDatabase(leg, async (db) => {
+      for (const version of VERSIONS) {
+        expect(await migrateStore(db.config, { to: version })).toStrictEqual({
+          applied: [version],
+          reverted: [],
+        });
+      }
+      expect(await db.schema()).toStrictEqual(leg.released);
+      expect(await migrateStore(db.config, { to: 3 })).toStrictEqual({ applied: [], reverted: [4] });
+      const indexes = (await db.schema()).filter((line) => line.startsWith('index webhook_deliveries_'));
+      expect(indexes.map((line) => line.slice(0, line.indexOf(':')))).toStrictEqual([
+        'index webhook_deliveries_due',
+        'index webhook_deliveries_failed',
+        ...(leg === postgresLeg ? ['index webhook_deliveries_pkey'] : []),
+      ]);
+      expect(await db.versions()).toStrictEqual([1, 2, 3]);
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: [4], reverted: [] });
+      expect(await db.schema()).toStrictEqual(leg.released);
+    });
+  });
+
+  it('a failing version names itself, records nothing of its own, and the next run resumes', async () => {
+    await withDatabase(leg, async (db) => {
+      // A table in the way of version 3.
+      await db.exec('CREATE TABLE api_tokens (name TEXT)');
+      await expect(migrateStore(db.config)).rejects.toThrow(
+        `${leg.name} migration 3 (create api tokens) failed`,
+      );
+      // SQLite runs every pending version in one transaction; PostgreSQL commits each on its own.
+      expect(await db.versions()).toStrictEqual(leg === postgresLeg ? [1, 2] : []);
+      await db.exec('DROP TABLE api_tokens');
+      expect(await migrateStore(db.config)).toStrictEqual({
+        applied: leg === postgresLeg ? [3, 4] : VERSIONS,
+        reverted: [],
+      });
+      expect(await db.schema()).toStrictEqual(leg.released);
+    });
+  });
+
+  it('keeps the rows of the versions it does not revert', async () => {
+    await withDatabase(leg, async (db) => {
+      await migrateStore(db.config);
+      const fern = { id: 9007199254740993n, name: 'Fern', tag: 'green' };
+      await withStore(db.config, async (store) => expect(await store.create(fern)).toBe(true));
+      // Down to 1 keeps `plants`; up again rebuilds the outbox and tokens around it.
+      await migrateStore(db.config, { to: 1 });
+      await migrateStore(db.config);
+      await withStore(db.config, async (store) => expect(await store.get(fern.id)).toStrictEqual(fern));
+    });
+  });
+
+  it('main.js migrate --to N prints what it applied and reverted; an unknown version is a usage error', async () => {
+    await withDatabase(leg, async (db) => {
+      const env = { PATH: process.env.PATH ?? '', API_TOKENS: 'plant-store-test-token', ...db.env };
+      const main = (...args: string[]) =>
+        promisify(execFile)(process.execPath, [MAIN, 'migrate', ...args], { env });
+      expect(JSON.parse((await main('--to', '2')).stdout)).toStrictEqual({
+        migrated: true,
+        applied: [1, 2],
+        reverted: [],
+      });
+      expect(JSON.parse((await main()).stdout)).toStrictEqual({ migrated: true, applied: [3, 4] });
+      expect(JSON.parse((await main('--to', '0')).stdout)).toStrictEqual({
+        migrated: true,
+        applied: [],
+        reverted: [4, 3, 2, 1],
+      });
+      const wrong = await main('--to', '5').then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(wrong?.code).toBe(2);
+      expect(wrong?.stderr).toContain('--to must be a schema version: 0 to 4');
+      expect(await db.versions()).toStrictEqual([]);
+    });
+  });
+});

@@ -1,0 +1,214 @@
+import { TRPCError } from '@trpc/server';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AuthResult, Scope } from '../src/auth.ts';
+import { loadConfig } from '../src/config.ts';
+import type { RequestScope } from '../src/heavy-reads.ts';
+import { appRouter } from '../src/router.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { PlantStore } from '../src/store/store.ts';
+import { type Context, createCallerFactory } from '../src/trpc.ts';
+import { newPlantWebhook, type NewPlantWebhook } from '../src/webhooks/event.ts';
+import { TOKEN } from './support/http.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
+
+const createCaller = createCallerFactory(appRouter);
+const BIG = 2n ** 53n + 1n;
+
+const as = (...scopes: Scope[]): AuthResult => ({ ok: true, principal: { tokenName: 'tester', scopes } });
+
+/** What a rejected call threw, as `{code, message}`; fails the test if it resolved or threw anything else. */
+async function rejection(call: Promise<unknown>): Promise<{ code: string; message: string }> {
+  const error = await call.then(
+    (value) => expect.unreachable(`resolved with ${String(value)}`),
+    (error: unknown) => error,
+  );
+  expect(error).toBeInstanceOf(TRPCError);
+  const { code, message } = error as TRPCError;
+  return { code, message };
+}
+
+/** The fields and messages of an input validation failure (tRPC's BAD_REQUEST with zod's issues as its cause). */
+async function invalid(call: Promise<unknown>): Promise<{ path: PropertyKey[]; message: string }[]> {
+  const error = await call.then(
+    () => expect.unreachable('resolved'),
+    (error: unknown) => error,
+  );
+  expect(error).toBeInstanceOf(TRPCError);
+  expect((error as TRPCError).code).toBe('BAD_REQUEST');
+  const { issues } = (error as TRPCError).cause as unknown as {
+    issues: { path: PropertyKey[]; message: string }[];
+  };
+  return issues.map(({ path, message }) => ({ path, message }));
+}
+
+/**
+ * The router called in-process through tRPC's `createCaller`, with the context built directly: a
+ * real store, an authentication result, no HTTP and no build.
+ */
+describe.each(testStores())('the router on the $name store', (testStore) => {
+  let instance: TestStoreInstance;
+  let store: PlantStore;
+  /** Callbacks operations registered for "the answer was sent", run after each test. */
+  let answered: (() => void)[];
+
+  const caller = (auth: AuthResult, webhooks: NewPlantWebhook = newPlantWebhook()) => {
+    const request: RequestScope = { calls: 1, onAnswered: (done) => answered.push(done) };
+    const ctx: Context = { store, webhooks, auth, request };
+    return createCaller(ctx).plants;
+  };
+  const plants = () => caller(as('read', 'write'));
+
+  beforeEach(async () => {
+    answered = [];
+    instance = await testStore.setup();
+    store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+  });
+  afterEach(async () => {
+    for (const done of answered) done();
+    await store.close();
+    await instance.teardown();
+  });
+
+  describe('plants.create', () => {
+    it('stores the plant and answers it without its id, tag omitted when absent', async () => {
+      expect(await plants().create({ id: BIG, name: 'Monstera', tag: 'aroid' })).toStrictEqual({
+        name: 'Monstera',
+        tag: 'aroid',
+      });
+      expect(await plants().create({ id: BIG - 1n, name: 'Fern' })).toStrictEqual({ name: 'Fern' });
+      expect(await instance.ids()).toEqual([BIG - 1n, BIG]);
+    });
+
+    it('answers CONFLICT to an id that exists, and keeps the first plant', async () => {
+      await plants().create({ id: 7n, name: 'Fern' });
+      expect(await rejection(plants().create({ id: 7n, name: 'Cactus' }))).toStrictEqual({
+        code: 'CONFLICT',
+        message: 'A plant with id 7 already exists.',
+      });
+      expect(await plants().get({ id: 7n })).toStrictEqual({ id: 7n, name: 'Fern' });
+    });
+
+    it("enqueues the new-plant webhook's deliveries with the plant, and none for an id that exists", async () => {
+      const urls = ['http://127.0.0.1:9/a', 'http://127.0.0.1:9/b'];
+      const subscribed = caller(as('write'), newPlantWebhook(urls));
+      expect(await subscribed.create({ id: BIG, name: 'Monstera', tag: 'aroid' })).toStrictEqual({
+        name: 'Monstera',
+        tag: 'aroid',
+      });
+      expect((await rejection(subscribed.create({ id: BIG, name: 'Fern' }))).code).toBe('CONFLICT');
+      // Without subscribers, a create enqueues nothing.
+      await plants().create({ id: 1n, name: 'Fern' });
+      const claimed = await Promise.all(
+        urls.map((url) => store.deliveries.claim({ url, limit: 10, leaseMs: 60_000 })),
+      );
+      expect(claimed.flat().map(({ url, payload }) => ({ url, payload }))).toStrictEqual(
+        urls.map((url) => ({ url, payload: `{"id":${BIG},"name":"Monstera","tag":"aroid"}` })),
+      );
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 2, delivered: 0, failed: 0 });
+    });
+
+    it('answers BAD_REQUEST naming each offending field, and stores nothing', async () => {
+      expect(await invalid(plants().create({ id: '12', name: 'Fern' } as never))).toStrictEqual([
+        { path: ['id'], message: 'must be an integer from -9223372036854775808 to 9223372036854775807' },
+      ]);
+      expect(
+        await invalid(plants().create({ id: 1n, name: 'x'.repeat(201), tag: 't'.repeat(101) })),
+      ).toStrictEqual([
+        { path: ['name'], message: 'must be at most 200 characters' },
+        { path: ['tag'], message: 'must be at most 100 characters' },
+      ]);
+      expect(await instance.ids()).toEqual([]);
+    });
+  });
+
+  describe('plants.list', () => {
+    it('answers a page in ascending id order, with the cursor of the next page while more remain', async () => {
+      for (const id of [3n, BIG, -BIG])
+        await plants().create({ id, name: `P${id}`, ...(id === 3n && { tag: 't' }) });
+      expect(await plants().list({ limit: 2 })).toStrictEqual({
+        plants: [
+          { id: -BIG, name: `P${-BIG}` },
+          { id: 3n, name: 'P3', tag: 't' },
+        ],
+        next: 3n,
+      });
+      expect(await plants().list({ limit: 2, after: 3n })).toStrictEqual({
+        plants: [{ id: BIG, name: `P${BIG}` }],
+        next: null,
+      });
+      expect(await plants().list({})).toStrictEqual({
+        plants: [
+          { id: -BIG, name: `P${-BIG}` },
+          { id: 3n, name: 'P3', tag: 't' },
+          { id: BIG, name: `P${BIG}` },
+        ],
+        next: null,
+      });
+    });
+
+    it('answers BAD_REQUEST to a limit outside 1–1000', async () => {
+      for (const limit of [0, 1001])
+        expect(await invalid(plants().list({ limit }))).toStrictEqual([
+          { path: ['limit'], message: 'must be an integer from 1 to 1000' },
+        ]);
+    });
+  });
+
+  describe('plants.get and plants.delete', () => {
+    it('reads and deletes exactly the plant asked for, then answers NOT_FOUND', async () => {
+      await plants().create({ id: BIG, name: 'Monstera', tag: 'aroid' });
+      await plants().create({ id: BIG - 1n, name: 'Fern' });
+      expect(await plants().get({ id: BIG })).toStrictEqual({ id: BIG, name: 'Monstera', tag: 'aroid' });
+      expect(await plants().delete({ id: BIG })).toBeUndefined();
+      const gone = { code: 'NOT_FOUND', message: `There is no plant with id ${BIG}.` };
+      expect(await rejection(plants().get({ id: BIG }))).toStrictEqual(gone);
+      expect(await rejection(plants().delete({ id: BIG }))).toStrictEqual(gone);
+      expect(await instance.ids()).toEqual([BIG - 1n]);
+    });
+  });
+
+  describe('authorization', () => {
+    it('answers UNAUTHORIZED to every procedure without a valid token, and stores nothing', async () => {
+      const missing = {
+        code: 'UNAUTHORIZED',
+        message: 'Missing bearer token: send it as "Authorization: Bearer <token>".',
+      };
+      const unknown = { code: 'UNAUTHORIZED', message: 'The bearer token is not valid.' };
+      for (const [auth, expected] of [
+        [{ ok: false, reason: 'missing' }, missing],
+        [{ ok: false, reason: 'invalid' }, unknown],
+      ] as const) {
+        const anonymous = caller(auth);
+        expect(await rejection(anonymous.create({ id: 1n, name: 'Fern' }))).toStrictEqual(expected);
+        expect(await rejection(anonymous.list({}))).toStrictEqual(expected);
+        expect(await rejection(anonymous.get({ id: 1n }))).toStrictEqual(expected);
+        expect(await rejection(anonymous.delete({ id: 1n }))).toStrictEqual(expected);
+      }
+      expect(await instance.ids()).toEqual([]);
+    });
+
+    it('checks the token before the input: UNAUTHORIZED, not BAD_REQUEST', async () => {
+      expect((await rejection(caller({ ok: false, reason: 'missing' }).create({} as never))).code).toBe(
+        'UNAUTHORIZED',
+      );
+    });
+
+    it('answers FORBIDDEN to a token without the scope a procedure needs', async () => {
+      await plants().create({ id: 1n, name: 'Fern' });
+      const noRead = { code: 'FORBIDDEN', message: 'This token lacks the read scope this operation needs.' };
+      const noWrite = {
+        code: 'FORBIDDEN',
+        message: 'This token lacks the write scope this operation needs.',
+      };
+      const writer = caller(as('write'));
+      expect(await rejection(writer.list({}))).toStrictEqual(noRead);
+      expect(await rejection(writer.get({ id: 1n }))).toStrictEqual(noRead);
+      const reader = caller(as('read'));
+      expect(await rejection(reader.create({ id: 2n, name: 'Cactus' }))).toStrictEqual(noWrite);
+      expect(await rejection(reader.delete({ id: 1n }))).toStrictEqual(noWrite);
+      expect(await reader.get({ id: 1n })).toStrictEqual({ id: 1n, name: 'Fern' });
+      expect(await writer.delete({ id: 1n })).toBeUndefined();
+      expect(await instance.ids()).toEqual([]);
+    });
+  });
+});

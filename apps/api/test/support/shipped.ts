@@ -1,0 +1,218 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+
+/** The repository's root, where the README's commands run. */
+export const ROOT = new URL('../../../../', import.meta.url).pathname;
+
+/** How the README runs pnpm: a newcomer has no pnpm of their own. */
+export const PNPM = 'npx -y pnpm@10.34.8';
+
+/**
+ * Variables a shipped run must not inherit from the test runner: each run sets exactly the
+ * configuration the README documents for it, nothing else.
+ */
+const CONFIGURATION = [
+  'API_TOKENS',
+  'CORS_ORIGINS',
+  'DATABASE_URL',
+  'HOST',
+  'LOG_LEVEL',
+  'NODE_ENV',
+  'PORT',
+  'REDIS_URL',
+  'WEBHOOK_SECRET',
+  'WEBHOOK_URLS',
+];
+
+/** The runner's environment without any api configuration, plus `env`. */
+export function userEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const inherited = { ...process.env };
+  for (const name of Object.keys(inherited)) {
+    if (CONFIGURATION.includes(name) || name.startsWith('WEBHOOK_') || name.startsWith('VITEST'))
+      delete inherited[name];
+  }
+  return { ...inherited, ...env };
+}
+
+/** The README's lines of shell, comments and blank lines dropped, from every ```sh block. */
+export function readmeShellLines(root = ROOT): string[] {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  return [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap(([, block]) =>
+    block!
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#')),
+  );
+}
+
+export type ShippedService = {
+  url: string;
+  /** The command line, with its variables, as the test ran it (for the note and failures). */
+  commandLine: string;
+  /** Every line the run printed (turbo's, pnpm's and the api's), stdout and stderr. */
+  output: string[];
+  /** The api's JSON log lines, parsed. */
+  logs: Record<string, unknown>[];
+  /** Whether the process group still has a live process. */
+  alive(): boolean;
+  /**
+   * Sends `signal` to the whole process group, as a terminal's Ctrl-C (SIGINT) or a supervisor
+   * stopping the service (SIGTERM) does, and resolves once every process of the group has exited.
+   */
+  stop(signal: 'SIGINT' | 'SIGTERM'): Promise<void>;
+};
+
+/**
+ * Runs `command` (a README line) through bash in `cwd` with `env`, in a process group of its own,
+ * and resolves once the api it starts logs that it is listening.
+ */
+export async function startShipped(
+  command: string,
+  {
+    cwd = ROOT,
+    env = {},
+    startTimeoutMs = 240_000,
+  }: { cwd?: string; env?: Record<string, string>; startTimeoutMs?: number } = {},
+): Promise<ShippedService> {
+  const child = spawn('bash', ['-c', command], {
+    cwd,
+    env: userEnv(env),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const logs: Record<string, unknown>[] = [];
+  const commandLine = `${Object.entries(env)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ')} ${command}`.trim();
+  const url = await new Promise<string>((resolve, reject) => {
+    const onLine = (line: string) => {
+      output.push(line);
+      const at = line.indexOf('{"level"');
+      if (at < 0) return;
+      const entry = JSON.parse(line.slice(at)) as Record<string, unknown>;
+      logs.push(entry);
+      if (entry.msg === 'listening') resolve(entry.url as string);
+    };
+    createInterface({ input: child.stdout! }).on('line', onLine);
+    createInterface({ input: child.stderr! }).on('line', onLine);
+    child.once('exit', (code) =>
+      reject(new Error(`${commandLine} exited with ${code} before listening:\n${output.join('\n')}`)),
+    );
+    setTimeout(
+      () =>
+        reject(new Error(`${commandLine} did not listen within ${startTimeoutMs} ms:\n${output.join('\n')}`)),
+      startTimeoutMs,
+    ).unref();
+  });
+  return {
+    url,
+    commandLine,
+    output,
+    logs,
+    alive: () => groupAlive(child),
+    async stop(signal) {
+      signalGroup(child, signal);
+      const deadline = Date.now() + 30_000;
+      while (groupAlive(child)) {
+        if (Date.now() > deadline) {
+          signalGroup(child, 'SIGKILL');
+          throw new Error(`${commandLine}: processes left 30 s after ${signal}:\n${output.join('\n')}`);
+        }
+        await sleep(100);
+      }
+    },
+  };
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+function groupAlive(child: ChildProcess): boolean {
+  try {
+    process.kill(-child.pid!, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type Run = { code: number; stdout: string; stderr: string };
+
+/** Runs one README command line to completion through bash. */
+export async function runShipped(
+  command: string,
+  {
+    cwd = ROOT,
+    env = {},
+    timeoutMs = 120_000,
+  }: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Run> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)('bash', ['-c', command], {
+      cwd,
+      env: userEnv(env),
+      timeout: timeoutMs,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };
+    return { code, stdout, stderr };
+  }
+}
+
+/**
+ * Light traffic against running services until `until` (ms since the epoch): every `everyMs`, a
+ * create, a read of it and a health probe on each. Resolves with every failure seen (none, when
+ * all is well) and the number of rounds.
+ */
+export async function lightTraffic(
+  targets: { url: string; token: string }[],
+  { until, everyMs = 1_000, firstId }: { until: number; everyMs?: number; firstId: bigint },
+): Promise<{ rounds: number; failures: string[] }> {
+  const failures: string[] = [];
+  let rounds = 0;
+  let id = firstId;
+  while (Date.now() < until) {
+    for (const { url, token } of targets) {
+      id += 1n;
+      const auth = { authorization: `Bearer ${token}` };
+      try {
+        const created = await fetch(`${url}/plants`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: `{"id":${id},"name":"Traffic ${id}"}`,
+          signal: AbortSignal.timeout(5_000),
+        });
+        const createdBody = await created.text();
+        if (created.status !== 200 || createdBody !== `{"name":"Traffic ${id}"}`)
+          failures.push(`${url} POST /plants ${id}: ${created.status} ${createdBody}`);
+        const read = await fetch(`${url}/plants/${id}`, {
+          headers: auth,
+          signal: AbortSignal.timeout(5_000),
+        });
+        const readBody = await read.text();
+        if (read.status !== 200 || readBody !== `{"id":${id},"name":"Traffic ${id}"}`)
+          failures.push(`${url} GET /plants/${id}: ${read.status} ${readBody}`);
+        const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+        if (health.status !== 200) failures.push(`${url} GET /healthz: ${health.status}`);
+        await health.text();
+      } catch (error) {
+        failures.push(`${url}: ${String(error)}`);
+      }
+    }
+    rounds += 1;
+    await sleep(everyMs);
+  }
+  return { rounds, failures };
+}

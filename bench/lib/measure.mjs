@@ -1,0 +1,117 @@
+// One measured run: start a server, check one request, warm up, measure, stop, inspect (peak RSS,
+// CPU, the rows in the store, the server's log). Every scenario measures through this.
+
+import { mb, round3 } from './format.mjs';
+import { scanLog } from './server-log.mjs';
+import { TOKEN } from './session.mjs';
+import { processStats, runLoad, sampleMemory, send, spawnServer } from './system.mjs';
+import { buildRequest, createsPerRequest, idText, PLANT_NAME, PLANT_TAG } from './workload.mjs';
+
+/** A server under test with this invocation's token and log setting (BENCH_API_LOG). */
+export function startServer(settings, kind, options) {
+  return spawnServer(kind, { ...options, token: TOKEN, logToFile: settings.apiLog === 'file' });
+}
+
+/**
+ * One run of `load` against a fresh `kind` server ('api' or 'baseline') on `dir` (or
+ * `databaseUrl`): ids from `idStart` on, `warmup` then `duration` seconds, RSS every
+ * `sampleEveryMs`; `countRows` counts what the store holds afterwards.
+ */
+export async function measureRun(
+  settings,
+  {
+    kind,
+    load,
+    dir,
+    databaseUrl,
+    idMode,
+    idStart,
+    duration,
+    warmup,
+    sampleEveryMs = 250,
+    countRows,
+    keepSamples = false,
+  },
+) {
+  const server = await startServer(settings, kind, { dir, databaseUrl });
+  try {
+    await server.ready();
+    const perRequest = createsPerRequest(load, settings.batch);
+    const preflightIds = Array.from({ length: perRequest }, (_, i) => idText(idMode, idStart + i));
+    await preflight(server.url, load, preflightIds);
+    const memory = sampleMemory(server.pid, sampleEveryMs);
+    let cpuStart;
+    let measureStart;
+    const result = await runLoad(
+      {
+        url: server.url,
+        token: TOKEN,
+        scenario: load,
+        connections: settings.connections,
+        duration,
+        warmup,
+        idMode,
+        idStart: idStart + perRequest,
+        batch: settings.batch,
+      },
+      {
+        onMeasuring() {
+          cpuStart = processStats(server.pid)?.cpuSeconds;
+          measureStart = performance.now();
+        },
+      },
+    );
+    const cpuEnd = processStats(server.pid)?.cpuSeconds;
+    const wall = (performance.now() - measureStart) / 1000;
+    const { samples, peakKb } = memory.stop();
+    const exit = await server.stop();
+    const log = server.logFile ? await scanLog(server.logFile) : undefined;
+    const acked = perRequest + (result.warmup?.creates ?? 0) + result.creates;
+    const stored = countRows ? await countRows() : undefined;
+    return {
+      ...result,
+      peakRssMb: mb(peakKb),
+      endRssMb: samples.length ? mb(samples[samples.length - 1].rssKb) : null,
+      rssSamples: keepSamples ? samples.map((s) => ({ t: s.t, mb: mb(s.rssKb) })) : undefined,
+      serverCpu: Number.isFinite(cpuEnd - cpuStart) ? round3((cpuEnd - cpuStart) / wall) : null,
+      serverExit: exit,
+      serverLog: log,
+      acked,
+      stored,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Sends one request of the scenario and checks that it is a success of the expected shape. */
+async function preflight(url, load, ids) {
+  const request = buildRequest(load, ids);
+  const answer = await send(url, {
+    ...request,
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+  });
+  const fail = (why) => {
+    throw new Error(
+      `check request ${load} ${request.path}: ${why}; HTTP ${answer.status}: ${answer.text.slice(0, 400)}`,
+    );
+  };
+  if (answer.status !== 200) fail('expected 200');
+  let body;
+  try {
+    body = JSON.parse(answer.text);
+  } catch {
+    fail('answer is not JSON');
+  }
+  const isPlant = (plant) => plant?.name === PLANT_NAME && plant?.tag === PLANT_TAG;
+  if (load === 'trpc') {
+    if (!isPlant(body?.result?.data?.json)) fail('expected {result:{data:{json:Plant}}}');
+  } else if (load === 'trpc-batch') {
+    if (!Array.isArray(body) || body.length !== ids.length)
+      fail(`expected an array of ${ids.length} results`);
+    const bad = body.filter((item) => !isPlant(item?.result?.data?.json));
+    if (bad.length > 0) fail(`${bad.length} of ${ids.length} batch results are not a created Plant`);
+  } else if (!isPlant(body)) {
+    fail('expected the created Plant');
+  }
+}

@@ -1,0 +1,111 @@
+// The command line and the BENCH_* environment of `node bench/run.mjs`, read and checked once.
+// See bench/README.md for each knob.
+
+import { resolve } from 'node:path';
+import { ROOT } from './system.mjs';
+
+export const COMMANDS = ['compare', 'growth', 'soak', 'cold'];
+const HELP = `usage: node bench/run.mjs [compare|growth|soak|cold|all]...   (default: all)
+
+  compare  baseline vs api: REST, tRPC one call per request, tRPC batched (and PostgreSQL REST
+           when BENCH_DATABASE_URL is set), interleaved, BENCH_RUNS runs each
+  growth   REST create throughput/latency with BENCH_GROWTH_SIZES plants already stored
+  soak     BENCH_SOAK_SECONDS of REST creates, server RSS sampled every second
+  cold     spawn to first 200 on POST /plants, median of BENCH_COLD_RUNS
+
+Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=3 BENCH_CONNECTIONS=50
+  BENCH_BATCH=10 BENCH_SCENARIOS=baseline,rest,trpc,trpc-batch[,postgres] BENCH_DATABASE_URL=
+  BENCH_GROWTH_SIZES=0,100k,1M BENCH_GROWTH_IDS=scattered BENCH_IDS=seq BENCH_SOAK_SECONDS=60
+  BENCH_SOAK_MAX_SLOPE=2 (MB/min) BENCH_COLD_RUNS=5 BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 BENCH_PIN=1
+  BENCH_TMPDIR=<os tmpdir> BENCH_API_LOG=file|null BENCH_OUT=bench/results/latest BENCH_KEEP=0
+  BENCH_STRICT=0 (1: exit 1 when a target fails)`;
+
+export class UsageError extends Error {}
+
+function intEnv(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = parseCount(raw.trim());
+  if (!Number.isInteger(value) || value < min)
+    throw new UsageError(`${name} must be an integer >= ${min}, got ${raw}`);
+  return value;
+}
+
+/** "100000", "100k", "1M" → number. */
+function parseCount(text) {
+  const match = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text);
+  if (!match) return Number.NaN;
+  const factor = { '': 1, k: 1e3, K: 1e3, m: 1e6, M: 1e6 }[match[2]];
+  return Math.round(Number(match[1]) * factor);
+}
+
+function oneOf(name, fallback, allowed) {
+  const value = process.env[name]?.trim() || fallback;
+  if (!allowed.includes(value))
+    throw new UsageError(`${name} must be one of ${allowed.join(', ')}, got ${value}`);
+  return value;
+}
+
+export function readSettings() {
+  const env = process.env;
+  const databaseUrl = env.BENCH_DATABASE_URL?.trim() || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new UsageError('BENCH_DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+  const allScenarios = ['baseline', 'rest', 'trpc', 'trpc-batch', ...(databaseUrl ? ['postgres'] : [])];
+  let scenarios = allScenarios;
+  if (env.BENCH_SCENARIOS?.trim()) {
+    scenarios = env.BENCH_SCENARIOS.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    for (const name of scenarios) {
+      if (!allScenarios.includes(name)) {
+        throw new UsageError(
+          name === 'postgres'
+            ? 'the postgres scenario needs BENCH_DATABASE_URL=postgres://…'
+            : `unknown scenario ${name} (${allScenarios.join(', ')})`,
+        );
+      }
+    }
+    // Every ratio is against the baseline of the same run.
+    if (!scenarios.includes('baseline')) scenarios.unshift('baseline');
+  }
+  const sizes = (env.BENCH_GROWTH_SIZES?.trim() || '0,100k,1M').split(',').map((s) => parseCount(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 0))
+    throw new UsageError('BENCH_GROWTH_SIZES must list counts like 0,100k,1M');
+  const slopeLimit = Number(env.BENCH_SOAK_MAX_SLOPE ?? 2);
+  if (!Number.isFinite(slopeLimit)) throw new UsageError('BENCH_SOAK_MAX_SLOPE must be a number (MB/min)');
+  return {
+    duration: intEnv('BENCH_DURATION', 10, 1),
+    warmup: intEnv('BENCH_WARMUP', 3, 0),
+    runs: intEnv('BENCH_RUNS', 3, 1),
+    connections: intEnv('BENCH_CONNECTIONS', 50, 1),
+    batch: intEnv('BENCH_BATCH', 10, 1),
+    scenarios,
+    databaseUrl,
+    growthSizes: [...new Set(sizes)].sort((a, b) => a - b),
+    growthIds: oneOf('BENCH_GROWTH_IDS', 'scattered', ['seq', 'scattered']),
+    ids: oneOf('BENCH_IDS', 'seq', ['seq', 'scattered']),
+    soakSeconds: intEnv('BENCH_SOAK_SECONDS', 60, 3),
+    soakMaxSlope: slopeLimit,
+    coldRuns: intEnv('BENCH_COLD_RUNS', 5, 1),
+    tmpBase: resolve(env.BENCH_TMPDIR?.trim() || (process.env.TMPDIR ?? '/tmp')),
+    apiLog: oneOf('BENCH_API_LOG', 'file', ['file', 'null']),
+    out: resolve(ROOT, env.BENCH_OUT?.trim() || 'bench/results/latest'),
+    keep: env.BENCH_KEEP === '1',
+    strict: env.BENCH_STRICT === '1',
+  };
+}
+
+export function readCommands(argv) {
+  if (argv.includes('-h') || argv.includes('--help')) {
+    console.log(HELP);
+    process.exit(0);
+  }
+  const wanted = argv.length === 0 ? ['all'] : argv;
+  for (const command of wanted) {
+    if (command !== 'all' && !COMMANDS.includes(command))
+      throw new UsageError(`unknown command ${command}\n\n${HELP}`);
+  }
+  return wanted.includes('all') ? COMMANDS : COMMANDS.filter((c) => wanted.includes(c));
+}
