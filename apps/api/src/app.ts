@@ -56,7 +56,7 @@ export function createApp(options: AppOptions): Koa {
     auth,
     request,
   });
-  const routes = restRoutes(appRouter);
+  const routes = restRoutes();
   // Built on first request, from a chunk loaded then: start-up does not pay for zod-openapi.
   let documentJson: Promise<string> | undefined;
   const openApiJson = () =>

@@ -1,51 +1,80 @@
-import { TRPCError } from '@trpc/server';
-import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+/**
+ * Why a request failed, and the HTTP status each reason answers with. The reason, not the message,
+ * decides everything else an answer carries (the 401 challenge, `Retry-After` on a busy 503).
+ */
+const STATUS = {
+  bad_request: 400,
+  missing_token: 401,
+  invalid_token: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  /** The store cannot answer (an outage, a failed sync): retry later. */
+  unavailable: 503,
+  /** This process is at one of its bounds right now, not failing: retry in a second. */
+  busy: 503,
+} as const;
+
+export type ErrorReason = keyof typeof STATUS;
+
+/**
+ * The one error type of the api: operations, body parsing, auth, probes, metrics and limits throw
+ * it. Its message is written for the client and always shown; `cause` (an outage's details) is for
+ * the log only. http/errors.ts turns it into the REST `Error` body, trpc.ts into tRPC's error.
+ */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly status: number;
+  /** Headers the answer needs besides those the reason implies (`Allow`, a rate limit's `Retry-After`). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly reason: ErrorReason,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.status = STATUS[reason];
+    this.headers = options.headers ?? {};
+  }
+}
 
 /** What an error becomes on the wire: an HTTP status, one sentence, and any headers it needs. */
-export type HttpError = { status: number; message: string; headers?: Record<string, string> };
+export type HttpError = { status: number; message: string; headers: Record<string, string> };
 
-type Issue = { path?: readonly PropertyKey[]; message: string };
-
-const GENERIC_5XX: Record<number, string> = {
-  503: 'The store is unavailable; retry the request later.',
+const CHALLENGE: Partial<Record<ErrorReason, Record<string, string>>> = {
+  // RFC 6750 §3: no error code when the request had no token, `invalid_token` when it was wrong.
+  missing_token: { 'WWW-Authenticate': 'Bearer' },
+  invalid_token: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
+  busy: { 'Retry-After': '1' },
 };
 
 /**
- * The cause of a 503 that says this process is at one of its bounds right now, not failing: its
- * TRPCError's message is shown, with `Retry-After: 1`.
- */
-export class BusyError extends Error {
-  override name = 'BusyError';
-}
-
-export function isBusy(error: unknown): boolean {
-  return error instanceof TRPCError && error.cause instanceof BusyError;
-}
-
-/**
- * The single mapping from anything thrown while answering a request to what the client sees.
- * 4xx messages are ours and name the offending field; 5xx messages are generic, whatever the cause,
- * except that a busy 503 says which bound was hit.
+ * The single mapping from anything thrown while answering a request to what the client sees: an
+ * `ApiError` as it says, anything else a generic 500 whose cause is logged, never shown.
  */
 export function toHttpError(error: unknown): HttpError {
-  if (!(error instanceof TRPCError)) return { status: 500, message: 'Internal server error.' };
-  const status = getHTTPStatusCodeFromError(error);
-  if (isBusy(error)) return { status, message: error.message, headers: { 'Retry-After': '1' } };
-  if (status >= 500) return { status, message: GENERIC_5XX[status] ?? 'Internal server error.' };
-  const issues = validationIssues(error);
-  const message = issues === undefined ? error.message : describeIssues(issues);
-  if (status === 401) {
-    const challenge = error.message.startsWith('Missing') ? 'Bearer' : 'Bearer error="invalid_token"';
-    return { status, message, headers: { 'WWW-Authenticate': challenge } };
-  }
-  return { status, message };
+  if (!(error instanceof ApiError)) return { status: 500, message: 'Internal server error.', headers: {} };
+  return {
+    status: error.status,
+    message: error.message,
+    headers: { ...CHALLENGE[error.reason], ...error.headers },
+  };
 }
 
-function validationIssues(error: TRPCError): readonly Issue[] | undefined {
-  if (error.code !== 'BAD_REQUEST') return undefined;
-  const cause = error.cause as { issues?: readonly Issue[] } | undefined;
-  return Array.isArray(cause?.issues) && cause.issues.length > 0 ? cause.issues : undefined;
+/** 405 for a path served with other methods, naming them in `Allow`. */
+export function methodNotAllowed(method: string, allowed: readonly string[]): ApiError {
+  const list = allowed.join(', ');
+  return new ApiError('method_not_allowed', `${method} is not allowed on this path; allowed: ${list}.`, {
+    headers: { Allow: list },
+  });
 }
+
+type Issue = { path?: readonly PropertyKey[]; message: string };
 
 /**
  * One sentence naming each offending field: "Invalid request body: id is required; name must be a

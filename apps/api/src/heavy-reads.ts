@@ -1,5 +1,4 @@
-import { TRPCError } from '@trpc/server';
-import { BusyError } from './errors.ts';
+import { ApiError } from './errors.ts';
 import { PAGE_BUDGET_BYTES, type StoredPlant, textBytes } from './store/store.ts';
 
 /**
@@ -21,18 +20,14 @@ let reading = 0;
 const admitted = new WeakSet<RequestScope>();
 
 /**
- * Admits a list call, or throws SERVICE_UNAVAILABLE when `MAX_HEAVY_READS` other requests are
+ * Admits a list call, or throws a busy 503 when `MAX_HEAVY_READS` other requests are
  * reading. Returns the call's byte budget: the calls of one request share `PAGE_BUDGET_BYTES`, so a
  * batch of list calls holds no more than one page does (see `checkShare`).
  */
 export function admitHeavyRead(request: RequestScope): number {
   if (!admitted.has(request)) {
     if (reading >= MAX_HEAVY_READS) {
-      throw new TRPCError({
-        code: 'SERVICE_UNAVAILABLE',
-        message: 'Too many lists are being read right now; retry in a second.',
-        cause: new BusyError(),
-      });
+      throw new ApiError('busy', 'Too many lists are being read right now; retry in a second.');
     }
     reading++;
     admitted.add(request);
@@ -48,10 +43,9 @@ export function admitHeavyRead(request: RequestScope): number {
  */
 export function checkShare(request: RequestScope, plants: readonly StoredPlant[], maxBytes: number): void {
   if (request.calls === 1 || plants.length !== 1 || textBytes(plants[0]!) <= maxBytes) return;
-  throw new TRPCError({
-    code: 'PAYLOAD_TOO_LARGE',
-    message:
-      `The next plant is larger than this call's share of the page budget (${maxBytes} bytes: ` +
+  throw new ApiError(
+    'too_large',
+    `The next plant is larger than this call's share of the page budget (${maxBytes} bytes: ` +
       `1 MiB shared by ${request.calls} calls); list it in a request with fewer calls.`,
-  });
+  );
 }

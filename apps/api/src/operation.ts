@@ -1,7 +1,7 @@
-import { TRPCError } from '@trpc/server';
-import type { OpenApiMeta } from 'trpc-to-openapi';
+import type { OpenApiMeta, OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult, Principal, Scope } from './auth.ts';
+import { ApiError } from './errors.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import { StoreUnavailableError, type PlantStore } from './store/store.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
@@ -16,12 +16,17 @@ export type OperationContext = {
 };
 
 /**
- * One API operation, written once and served twice: as a tRPC procedure (`toMutation`/`toQuery` in
- * trpc.ts) and as a REST route (http/rest.ts), both authorizing with `authorize`, validating with
- * `input` and running `run`.
+ * One API operation, written once and served twice: as a tRPC procedure (trpc.ts: a query for GET,
+ * else a mutation) and as a REST route (http/rest.ts), both authorizing with `authorize`,
+ * validating with `input` and running `run`. operations/index.ts lists them all.
  */
-export type Operation<I extends z.ZodType = z.ZodType, O = unknown> = {
-  openapi: NonNullable<OpenApiMeta['openapi']>;
+export type Operation<
+  I extends z.ZodType = z.ZodType,
+  O = unknown,
+  M extends OpenApiMethod = OpenApiMethod,
+> = {
+  /** The REST route and its OpenAPI description, in trpc-to-openapi's metadata format. */
+  openapi: NonNullable<OpenApiMeta['openapi']> & { method: M };
   /** What the caller's token must allow. */
   scope: Scope;
   input: I;
@@ -43,9 +48,15 @@ export type Operation<I extends z.ZodType = z.ZodType, O = unknown> = {
 
 export type AnyOperation = Operation<z.ZodType, unknown>;
 
-/** Identity helper that infers an operation's types. */
-export function defineOperation<I extends z.ZodType, O>(operation: Operation<I, O>): Operation<I, O> {
+/** Identity helper that infers an operation's types, its REST method included. */
+export function defineOperation<I extends z.ZodType, O, M extends OpenApiMethod>(
+  operation: Operation<I, O, M>,
+): Operation<I, O, M> {
   return operation;
+}
+
+export function isOperation(value: unknown): value is AnyOperation {
+  return typeof (value as Partial<AnyOperation>).run === 'function';
 }
 
 /**
@@ -54,30 +65,23 @@ export function defineOperation<I extends z.ZodType, O>(operation: Operation<I, 
  */
 export function authorize(auth: AuthResult, scope: Scope): Principal {
   if (!auth.ok) {
-    throw new TRPCError({
-      code: 'UNAUTHORIZED',
-      message:
-        auth.reason === 'missing'
-          ? 'Missing bearer token: send it as "Authorization: Bearer <token>".'
-          : 'The bearer token is not valid.',
-    });
+    throw auth.reason === 'missing'
+      ? new ApiError('missing_token', 'Missing bearer token: send it as "Authorization: Bearer <token>".')
+      : new ApiError('invalid_token', 'The bearer token is not valid.');
   }
   if (!auth.principal.scopes.includes(scope)) {
-    throw new TRPCError({
-      code: 'FORBIDDEN',
-      message: `This token lacks the ${scope} scope this operation needs.`,
-    });
+    throw new ApiError('forbidden', `This token lacks the ${scope} scope this operation needs.`);
   }
   return auth.principal;
 }
 
-/** Runs a store operation, turning "the store is unavailable" into tRPC's 503. */
+/** Runs a store operation, turning "the store is unavailable" into a 503. */
 export async function storeCall<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();
   } catch (cause) {
     if (cause instanceof StoreUnavailableError) {
-      throw new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: 'The store is unavailable.', cause });
+      throw new ApiError('unavailable', 'The store is unavailable; retry the request later.', { cause });
     }
     throw cause;
   }

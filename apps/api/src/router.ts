@@ -1,9 +1,7 @@
-import { plantsRouter } from './routers/plants.ts';
-import { router } from './trpc.ts';
+import { operations } from './operations/index.ts';
+import { proceduresOf, router } from './trpc.ts';
 
-/** The whole API: every procedure, served over /trpc and, where it has OpenAPI metadata, over REST. */
-export const appRouter = router({
-  plants: plantsRouter,
-});
+/** The whole API over /trpc: one procedure per operation of the registry, at the same path. */
+export const appRouter = router(proceduresOf(operations));
 
 export type AppRouter = typeof appRouter;

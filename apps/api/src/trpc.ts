@@ -1,11 +1,13 @@
-import { initTRPC } from '@trpc/server';
+import { initTRPC, type TRPC_ERROR_CODE_KEY, TRPCError } from '@trpc/server';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult } from './auth.ts';
-import { toHttpError } from './errors.ts';
+import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
 import type { RequestScope } from './heavy-reads.ts';
-import { type AnyOperation, authorize, type Operation } from './operation.ts';
+import { type AnyOperation, authorize, isOperation, type Operation } from './operation.ts';
+import type { OperationTree } from './operations/index.ts';
 import type { PlantStore } from './store/store.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
 
@@ -23,42 +25,102 @@ export type Context = {
   request: RequestScope;
 };
 
+// The tRPC boundary: the only module, with http/trpc.ts, that knows TRPCError.
+
 const t = initTRPC
   .context<Context>()
-  .meta<OpenApiMeta<{ operation?: AnyOperation }>>()
+  .meta<OpenApiMeta>()
   .create({
     // superjson carries bigint ids exactly over /trpc.
     transformer: superjson,
     // Never put stack traces in answers, whatever NODE_ENV is.
     isDev: false,
     errorFormatter({ shape, error }) {
-      return { ...shape, message: toHttpError(error).message };
+      return { ...shape, message: describeTrpcError(error).message };
     },
   });
 
 /** @see https://trpc.io/docs/server/routers */
 export const router = t.router;
 
+const CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_SUPPORTED',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'TOO_MANY_REQUESTS',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+/** An `ApiError` as tRPC's error: its status as tRPC's code, itself as the cause. */
+export function toTrpcError(error: ApiError): TRPCError {
+  const code = CODE_BY_STATUS[error.status] ?? 'INTERNAL_SERVER_ERROR';
+  return new TRPCError({ code, message: error.message, cause: error });
+}
+
 /**
- * An operation's procedure: authorized for the operation's scope, then its input validated.
+ * What a tRPC error tells the client, as REST would say it: the `ApiError` behind it, or tRPC's own
+ * errors (an input that fails its schema, an unknown procedure); 5xx causes are never shown.
+ */
+export function describeTrpcError(error: TRPCError): HttpError {
+  if (error.cause instanceof ApiError) return toHttpError(error.cause);
+  const status = getHTTPStatusCodeFromError(error);
+  if (status >= 500) return toHttpError(error);
+  const issues = (error.cause as { issues?: { path?: PropertyKey[]; message: string }[] } | undefined)
+    ?.issues;
+  const invalid = error.code === 'BAD_REQUEST' && Array.isArray(issues) && issues.length > 0;
+  return { status, message: invalid ? describeIssues(issues) : error.message, headers: {} };
+}
+
+/** Inside tRPC, an `ApiError` thrown by authorization or an operation becomes its TRPCError. */
+const apiErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof ApiError) throw toTrpcError(result.error.cause);
+  return result;
+});
+
+/**
+ * An operation's procedure: authorized for the operation's scope, then its input validated, then
+ * run. Its metadata is the operation's trpc-to-openapi description.
  * @see https://trpc.io/docs/server/authorization
  */
 function withOperation<I extends z.ZodType, O>(operation: Operation<I, O>) {
   return t.procedure
+    .use(apiErrors)
     .use(({ ctx, next }) => next({ ctx: { principal: authorize(ctx.auth, operation.scope) } }))
-    .meta({ openapi: operation.openapi, operation: operation as unknown as AnyOperation })
+    .meta({ openapi: operation.openapi })
     .input(operation.input);
 }
 
-/** The tRPC mutation of an operation; its metadata carries the operation for the REST adapter. */
-export function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
+function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
   return withOperation(operation).mutation(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
 }
 
-/** The tRPC query of an operation; its metadata carries the operation for the REST adapter. */
-export function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
+function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
   return withOperation(operation).query(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
 }
 
-/** @see https://trpc.io/docs/server/server-side-calls */
-export const createCallerFactory = t.createCallerFactory;
+/** The procedures of a tree of operations: a query for each GET operation, a mutation for the others. */
+export type ProceduresOf<T> = {
+  [K in keyof T]: T[K] extends Operation<infer I, infer O, infer M>
+    ? M extends 'GET'
+      ? ReturnType<typeof toQuery<I, O>>
+      : ReturnType<typeof toMutation<I, O>>
+    : ProceduresOf<T[K]>;
+};
+
+export function proceduresOf<T extends OperationTree>(tree: T): ProceduresOf<T> {
+  const procedures: Record<string, unknown> = {};
+  for (const [name, node] of Object.entries(tree)) {
+    procedures[name] = isOperation(node)
+      ? node.openapi.method === 'GET'
+        ? toQuery(node as AnyOperation)
+        : toMutation(node as AnyOperation)
+      : proceduresOf(node);
+  }
+  return procedures as ProceduresOf<T>;
+}

@@ -6,12 +6,12 @@ import type { RequestScope } from '../src/heavy-reads.ts';
 import { appRouter } from '../src/router.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { PlantStore } from '../src/store/store.ts';
-import { type Context, createCallerFactory } from '../src/trpc.ts';
+import type { Context } from '../src/trpc.ts';
 import { newPlantWebhook, type NewPlantWebhook } from '../src/webhooks/event.ts';
 import { TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
-const createCaller = createCallerFactory(appRouter);
+const createCaller = appRouter.createCaller;
 const BIG = 2n ** 53n + 1n;
 
 const as = (...scopes: Scope[]): AuthResult => ({ ok: true, principal: { tokenName: 'tester', scopes } });

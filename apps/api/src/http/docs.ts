@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Middleware } from 'koa';
+import { methodNotAllowed } from '../errors.ts';
 
 /**
  * The page may load only what this server serves: scripts and styles from files (no inline code,
@@ -115,8 +116,7 @@ export function docsMiddleware(): Middleware {
     ctx.state.route = ctx.path;
     if (ctx.path === '/docs/') return ctx.redirect('../docs');
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: GET, HEAD.`);
+      throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
     }
     const served = page ?? (await load(name!, type!));
     if (ctx.path === '/docs') {

@@ -1,7 +1,8 @@
 import { stringifyJson } from '@plant-store/schema';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { type HttpError, isBusy, toHttpError } from '../errors.ts';
+import { describeCauses } from '../causes.ts';
+import { ApiError, type HttpError, toHttpError } from '../errors.ts';
 
 /**
  * The one error path outside /trpc: whatever is thrown, and any route nobody served, becomes an
@@ -13,38 +14,27 @@ export function errorMiddleware(log: Logger): Middleware {
     try {
       await next();
       if (ctx.respond !== false && ctx.status === 404 && ctx.body == null) {
-        answer = { status: 404, message: 'There is no operation at this method and path.' };
+        answer = toHttpError(new ApiError('not_found', 'There is no operation at this method and path.'));
       }
     } catch (error) {
-      answer = fromKoaError(error) ?? toHttpError(error);
-      // An outage answers many requests 503: one line each, without a stack. Other 5xx are bugs.
-      // A busy 503 is a bound doing its job: the request's own log line says enough.
-      if (answer.status === 503) {
-        if (!isBusy(error))
-          log.warn({ reqId: ctx.state.requestId, reason: causes(error) }, 'store unavailable');
-      } else if (answer.status >= 500)
-        log.error({ err: error, reqId: ctx.state.requestId }, 'request failed');
+      answer = toHttpError(error);
+      logFailure(log, error, ctx.state.requestId);
     }
     if (answer === undefined) return;
     ctx.status = answer.status;
-    if (answer.headers) ctx.set(answer.headers);
+    ctx.set(answer.headers);
     ctx.type = 'application/json';
     ctx.body = stringifyJson({ error: answer.status, message: answer.message });
   };
 }
 
-/** The messages down an error's `cause` chain: "The store is unavailable.: PostgreSQL is unavailable: …". */
-function causes(error: unknown): string {
-  const messages: string[] = [];
-  for (let e: unknown = error; e instanceof Error && messages.length < 5; e = e.cause)
-    messages.push(e.message || e.name);
-  return messages.join(': ');
-}
-
-/** Errors raised with `ctx.throw(status, message)` (http-errors) whose message is meant for clients. */
-function fromKoaError(error: unknown): HttpError | undefined {
-  const { status, expose, message } = error as { status?: unknown; expose?: unknown; message?: unknown };
-  if (typeof status === 'number' && expose === true && typeof message === 'string')
-    return { status, message };
-  return undefined;
+/**
+ * Logs what a client is not told. An outage answers many requests 503: one line each, without a
+ * stack. A busy 503 is a bound doing its job: the request's own log line says enough. Anything
+ * else that is not an `ApiError` below 500 is a bug.
+ */
+export function logFailure(log: Logger, error: unknown, reqId: unknown, path?: string): void {
+  if (!(error instanceof ApiError)) log.error({ err: error, reqId, path }, 'request failed');
+  else if (error.reason === 'unavailable')
+    log.warn({ reqId, path, reason: describeCauses(error.cause) }, 'store unavailable');
 }

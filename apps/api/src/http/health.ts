@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { methodNotAllowed } from '../errors.ts';
 import { storeCall } from '../operation.ts';
 import type { PlantStore } from '../store/store.ts';
 
@@ -14,8 +15,7 @@ export function healthMiddleware(store: PlantStore): Middleware {
     if (ctx.path !== '/healthz' && ctx.path !== '/readyz') return next();
     ctx.state.route = ctx.path;
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: GET, HEAD.`);
+      throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
     }
     if (ctx.path === '/readyz') await storeCall(() => store.ping());
     ctx.type = 'application/json';

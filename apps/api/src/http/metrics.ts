@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { methodNotAllowed } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { authorize } from '../operation.ts';
 
@@ -8,8 +9,7 @@ export function metricsMiddleware(metrics: Metrics): Middleware {
     if (ctx.path !== '/metrics') return next();
     ctx.state.route = ctx.path;
     if (ctx.method !== 'GET') {
-      ctx.set('Allow', 'GET');
-      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: GET.`);
+      throw methodNotAllowed(ctx.method, ['GET']);
     }
     authorize(ctx.state.auth, 'read');
     ctx.type = metrics.registry.contentType;

@@ -7,6 +7,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import type { AuthResult } from '../auth.ts';
+import { ApiError } from '../errors.ts';
 
 export type RateLimit = { points: number; windowSeconds: number };
 
@@ -72,10 +73,10 @@ export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLim
     ctx.set('RateLimit-Policy', policy);
     ctx.set('RateLimit', `"default";r=${Math.max(0, state.remainingPoints)};t=${resetSeconds}`);
     if (limited) {
-      ctx.set('Retry-After', String(resetSeconds));
-      ctx.throw(
-        429,
+      throw new ApiError(
+        'rate_limited',
         `Too many requests: the limit is ${limit.points} per ${limit.windowSeconds} s; retry in ${resetSeconds} s.`,
+        { headers: { 'Retry-After': String(resetSeconds) } },
       );
     }
     await next();

@@ -1,10 +1,9 @@
 import { stringifyJson } from '@plant-store/schema';
-import { TRPCError } from '@trpc/server';
 import type { Middleware } from 'koa';
-import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
-import { describeIssues } from '../errors.ts';
+import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
+import { ApiError, describeIssues, methodNotAllowed } from '../errors.ts';
 import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
-import type { AppRouter } from '../router.ts';
+import { listOperations } from '../operations/index.ts';
 import { readJsonBody } from './body.ts';
 import { decodeParams, paramDecoders } from './params.ts';
 import { requestScope } from './request-scope.ts';
@@ -19,28 +18,24 @@ export type RestRoute = {
   decoders: ReturnType<typeof paramDecoders>;
 };
 
-/** The REST route table, read from the procedures' trpc-to-openapi metadata. */
-export function restRoutes(router: AppRouter): RestRoute[] {
-  const routes: RestRoute[] = [];
-  forEachOpenApiProcedure(router._def.procedures, ({ meta }) => {
-    const { operation } = meta as { operation?: AnyOperation };
-    if (operation === undefined) return;
-    const path = normalizePath(meta.openapi.path);
-    const inputFromBody = meta.openapi.method === 'POST';
-    routes.push({
-      method: meta.openapi.method,
-      path,
-      pattern: getPathRegExp(path),
+/** The REST route table: one route per operation of the registry, from its trpc-to-openapi metadata. */
+export function restRoutes(operations = listOperations()): RestRoute[] {
+  return operations.map(({ operation }) => {
+    const { method, path } = operation.openapi;
+    const inputFromBody = method === 'POST';
+    return {
+      method,
+      path: normalizePath(path),
+      pattern: getPathRegExp(normalizePath(path)),
       operation,
       inputFromBody,
       decoders: inputFromBody ? {} : paramDecoders(operation.input),
-    });
+    };
   });
-  return routes;
 }
 
 /**
- * Serves the REST routes with the operations behind the tRPC procedures: the same authentication,
+ * Serves the REST routes with the registry's operations, which the tRPC procedures run too: the same authentication,
  * input schema and `run` as /trpc, without tRPC's per-call machinery (a Fetch Request and several
  * object spreads per call; see the performance notes in the README). Order of checks: route, token
  * and scope, body or parameters, validation, store. Errors are thrown to the error middleware.
@@ -64,11 +59,7 @@ export function restAdapter(
       }
     }
     if (allowed.length === 0) return next();
-    if (route === undefined) {
-      ctx.set('Allow', allowed.join(', '));
-      ctx.throw(405, `${ctx.method} is not allowed on this path; allowed: ${allowed.join(', ')}.`);
-      return;
-    }
+    if (route === undefined) throw methodNotAllowed(ctx.method, allowed);
     const principal = authorize(ctx.state.auth, route.operation.scope);
     const raw = route.inputFromBody
       ? await readJsonBody(ctx.req)
@@ -76,7 +67,7 @@ export function restAdapter(
     const parsed = route.operation.input.safeParse(raw);
     if (!parsed.success) {
       const where = route.inputFromBody ? 'request body' : 'request parameters';
-      throw new TRPCError({ code: 'BAD_REQUEST', message: describeIssues(parsed.error.issues, where) });
+      throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
     }
     const output = await route.operation.run(
       { store: deps.store, webhooks: deps.webhooks, principal, request: requestScope(ctx, 1) },

@@ -1,16 +1,23 @@
-import { getTRPCErrorShape, TRPCError, transformTRPCResponse, type AnyTRPCProcedure } from '@trpc/server';
+import {
+  callTRPCProcedure,
+  getTRPCErrorFromUnknown,
+  getTRPCErrorShape,
+  TRPCError,
+  transformTRPCResponse,
+} from '@trpc/server';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
-import { getHTTPStatusCode, getHTTPStatusCodeFromError } from '@trpc/server/http';
-import { getTRPCErrorFromUnknown } from '@trpc/server/unstable-core-do-not-import';
+import { getHTTPStatusCode } from '@trpc/server/http';
 import type { Context as KoaContext, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import type { AuthResult } from '../auth.ts';
-import { toHttpError } from '../errors.ts';
+import { ApiError } from '../errors.ts';
 import type { RequestScope } from '../heavy-reads.ts';
+import { listOperations } from '../operations/index.ts';
 import type { AppRouter } from '../router.ts';
-import type { Context } from '../trpc.ts';
+import { type Context, describeTrpcError, toTrpcError } from '../trpc.ts';
 import { BODY_LIMIT_BYTES } from './body.ts';
+import { logFailure } from './errors.ts';
 import { requestScope } from './request-scope.ts';
 
 const PREFIX = '/trpc/';
@@ -29,21 +36,25 @@ type CreateContext = (auth: AuthResult, request: RequestScope) => Context;
  */
 export function trpcAdapter(router: AppRouter, createContext: CreateContext, log: Logger): Middleware {
   const config = router._def._config;
-  // At run time the router's procedures are a flat record keyed by dotted path.
-  const procedures = router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+  // Every procedure is an operation of the registry, at the same path: a mutation unless it is a GET.
+  const mutation = new Map(
+    listOperations().map(({ path, operation }) => [path, operation.openapi.method !== 'GET']),
+  );
 
   return async (ctx, next) => {
     if (!ctx.path.startsWith(PREFIX)) return next();
     const paths = safeDecode(ctx.path.slice(PREFIX.length))?.split(',') ?? [];
     // Metrics and logs name known procedures only, so a client cannot grow the label set.
-    ctx.state.route = paths.every((path) => path in procedures)
+    ctx.state.route = paths.every((path) => mutation.has(path))
       ? `/trpc/${[...new Set(paths)].sort().join(',')}`
       : '/trpc';
     if (paths.length > MAX_BATCH_CALLS) {
-      const error = new TRPCError({
-        code: 'PAYLOAD_TOO_LARGE',
-        message: `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
-      });
+      const error = toTrpcError(
+        new ApiError(
+          'too_large',
+          `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
+        ),
+      );
       // One error for the whole request, which @trpc/client hands to every call of the batch.
       const item = {
         error: getTRPCErrorShape({
@@ -64,9 +75,9 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       (batch || paths.length === 1) &&
       ctx.get('content-type').split(';')[0] === 'application/json' &&
       ctx.get('trpc-accept') === '' &&
-      paths.every((path) => procedures[path]?._def.type === 'mutation');
+      paths.every((path) => mutation.get(path) === true);
     const request = requestScope(ctx, paths.length);
-    if (!direct) return viaTrpcHandler(ctx, router, () => createContext(ctx.state.auth, request));
+    if (!direct) return viaTrpcHandler(ctx, router, () => createContext(ctx.state.auth, request), log);
 
     const context = createContext(ctx.state.auth, request);
     let inputs: unknown[];
@@ -80,13 +91,9 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       inputs = batch ? paths.map((_, i) => (raw as Record<string, unknown> | undefined)?.[i]) : [raw];
     } catch (cause) {
       const tooLarge = (cause as { type?: string }).type === 'entity.too.large';
-      const error = new TRPCError({
-        code: tooLarge ? 'PAYLOAD_TOO_LARGE' : 'PARSE_ERROR',
-        message: tooLarge
-          ? `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`
-          : 'The body is not JSON.',
-        cause,
-      });
+      const error = tooLarge
+        ? toTrpcError(new ApiError('too_large', `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`))
+        : new TRPCError({ code: 'PARSE_ERROR', message: 'The body is not JSON.', cause });
       return answer(
         ctx,
         batch,
@@ -101,7 +108,8 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
         let input: unknown;
         try {
           input = inputs[i] === undefined ? undefined : config.transformer.input.deserialize(inputs[i]);
-          const data = await procedures[path]!({
+          const data = await callTRPCProcedure({
+            router,
             ctx: context,
             getRawInput: async () => input,
             path,
@@ -114,7 +122,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
         } catch (cause) {
           const error = getTRPCErrorFromUnknown(cause);
           errors[i] = error;
-          if (getHTTPStatusCodeFromError(error) >= 500) log.error({ err: error, path }, 'trpc call failed');
+          logTrpcFailure(log, error, ctx.state.requestId, path);
           return errorItem(error, path, input, context);
         }
       }),
@@ -148,13 +156,20 @@ function safeDecode(text: string): string | undefined {
  * `Retry-After` with a busy 503.
  */
 function errorHeaders(errors: readonly (TRPCError | null | undefined)[]): Record<string, string> {
-  return Object.assign({}, ...errors.map((error) => (error ? toHttpError(error).headers : undefined)));
+  return Object.assign({}, ...errors.map((error) => (error ? describeTrpcError(error).headers : undefined)));
+}
+
+/** Logs a failed call as REST logs a failed request: the `ApiError` behind it, or any 5xx. */
+function logTrpcFailure(log: Logger, error: TRPCError, reqId: unknown, path: string | undefined): void {
+  if (error.cause instanceof ApiError) logFailure(log, error.cause, reqId, path);
+  else if (describeTrpcError(error).status >= 500) logFailure(log, error.cause ?? error, reqId, path);
 }
 
 async function viaTrpcHandler(
   ctx: KoaContext,
   router: AppRouter,
   createContext: () => Context,
+  log: Logger,
 ): Promise<void> {
   // Koa presets 404 and tRPC only overwrites non-200 statuses: hand it the raw response.
   ctx.respond = false;
@@ -167,5 +182,6 @@ async function viaTrpcHandler(
     maxBodySize: BODY_LIMIT_BYTES,
     createContext,
     responseMeta: ({ errors }) => ({ headers: errorHeaders(errors) }),
+    onError: ({ error, path }) => logTrpcFailure(log, error, ctx.state.requestId, path),
   });
 }

@@ -7,11 +7,10 @@ import {
   type PlantWithId,
   withTag,
 } from '@plant-store/schema';
-import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import { ApiError } from '../errors.ts';
 import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
 import { defineOperation, storeCall } from '../operation.ts';
-import { router, toMutation, toQuery } from '../trpc.ts';
 
 /** Statuses every bearer-protected operation can answer besides its own. */
 const PROTECTED_ERRORS = {
@@ -43,8 +42,7 @@ export const createPlant = defineOperation({
   output: PlantSchema,
   async run({ store, webhooks }, plant) {
     const created = await storeCall(() => store.create(plant, webhooks.deliveriesFor(plant)));
-    if (!created)
-      throw new TRPCError({ code: 'CONFLICT', message: `A plant with id ${plant.id} already exists.` });
+    if (!created) throw new ApiError('conflict', `A plant with id ${plant.id} already exists.`);
     return withTag({ name: plant.name }, plant.tag);
   },
 });
@@ -112,8 +110,7 @@ export const getPlant = defineOperation({
   output: PlantWithIdSchema,
   async run({ store }, { id }) {
     const plant = await storeCall(() => store.get(id));
-    if (plant === undefined)
-      throw new TRPCError({ code: 'NOT_FOUND', message: `There is no plant with id ${id}.` });
+    if (plant === undefined) throw new ApiError('not_found', `There is no plant with id ${id}.`);
     return plant;
   },
 });
@@ -137,14 +134,7 @@ export const deletePlant = defineOperation({
   input: PlantIdParamsSchema,
   async run({ store }, { id }): Promise<void> {
     const deleted = await storeCall(() => store.delete(id));
-    if (!deleted) throw new TRPCError({ code: 'NOT_FOUND', message: `There is no plant with id ${id}.` });
+    if (!deleted) throw new ApiError('not_found', `There is no plant with id ${id}.`);
   },
   rest: { status: 204 },
-});
-
-export const plantsRouter = router({
-  create: toMutation(createPlant),
-  list: toQuery(listPlants),
-  get: toQuery(getPlant),
-  delete: toMutation(deletePlant),
 });
