@@ -2,6 +2,8 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { AuthResult, TokenVerifier } from './auth.ts';
+import { loadConfig } from './config.ts';
+import { createEventHub, type EventHub } from './events/hub.ts';
 import { authMiddleware } from './http/auth.ts';
 import { authFailureMiddleware } from './http/auth-failures.ts';
 import { corsMiddleware } from './http/cors.ts';
@@ -37,6 +39,8 @@ export type AppOptions = {
   corsOrigins?: readonly string[];
   /** Subscribers of the new-plant webhook (`WEBHOOK_URLS`): a create enqueues one delivery each; none by default. */
   webhookUrls?: readonly string[];
+  /** The event streams' hub and heartbeat; by default a hub on `store` with the default limits. */
+  events?: { hub: EventHub; heartbeatMs: number };
 };
 
 /**
@@ -50,9 +54,11 @@ export function createApp(options: AppOptions): Koa {
   const metrics = options.metrics ?? createMetrics();
   const store = instrumentStore(options.store, metrics);
   const webhooks = newPlantWebhook(options.webhookUrls);
+  const { hub: events, heartbeatMs } = options.events ?? defaultEvents(options.store, log);
   const createContext = (auth: AuthResult, request: RequestScope): Context => ({
     store,
     webhooks,
+    events,
     auth,
     request,
   });
@@ -82,6 +88,11 @@ export function createApp(options: AppOptions): Koa {
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
   app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store, webhooks }));
+  app.use(restAdapter(routes, { store, webhooks, events, heartbeatMs }));
   return app;
+}
+
+function defaultEvents(store: PlantStore, log: Logger): { hub: EventHub; heartbeatMs: number } {
+  const { heartbeatMs, ...limits } = loadConfig({}).events;
+  return { hub: createEventHub(store.events, limits, log), heartbeatMs };
 }

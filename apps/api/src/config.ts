@@ -1,3 +1,4 @@
+import type { EventHubLimits } from './events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 
@@ -104,6 +105,12 @@ const EnvSchema = z.object({
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TOKEN_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  EVENTS_RETENTION_MS: z.coerce.number().int().min(1_000).max(31_536_000_000).default(604_800_000),
+  EVENT_STREAMS_MAX: z.coerce.number().int().min(1).max(100_000).default(2_000),
+  EVENT_STREAMS_PER_TOKEN: z.coerce.number().int().min(1).max(100_000).default(100),
+  EVENT_STREAM_BUFFER: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
+  EVENTS_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  EVENTS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
 });
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -178,6 +185,7 @@ export type Config = {
   store: StoreConfig;
   /** `undefined` when `WEBHOOK_URLS` is unset: creates enqueue nothing and no worker runs. */
   webhooks: WebhookConfig | undefined;
+  events: EventsConfig;
   /**
    * Bearer tokens with every scope, besides those issued with `token create`; `undefined` means
    * "generate one on first start" on SQLite, and issued tokens only on PostgreSQL.
@@ -185,6 +193,14 @@ export type Config = {
   apiTokens: string[] | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
   production: boolean;
+};
+
+/** The event log and its streams (`GET /plants/events`, `plants.events`). */
+export type EventsConfig = EventHubLimits & {
+  /** How long events are kept; older ones are pruned, and resuming before them answers 410. */
+  retentionMs: number;
+  /** A `: heartbeat` comment after this long without an event, so proxies keep idle streams open. */
+  heartbeatMs: number;
 };
 
 /** Thrown when the environment does not describe a runnable configuration. */
@@ -231,6 +247,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenRefreshMs: e.TOKEN_REFRESH_MS,
     store,
     webhooks: webhookConfig(e),
+    events: {
+      retentionMs: e.EVENTS_RETENTION_MS,
+      maxStreams: e.EVENT_STREAMS_MAX,
+      maxStreamsPerToken: e.EVENT_STREAMS_PER_TOKEN,
+      buffer: e.EVENT_STREAM_BUFFER,
+      heartbeatMs: e.EVENTS_HEARTBEAT_MS,
+      pollMs: e.EVENTS_POLL_MS,
+    },
     apiTokens: e.API_TOKENS,
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === 'production',

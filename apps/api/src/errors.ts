@@ -10,6 +10,8 @@ const STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  /** What was asked for is no longer kept (an event stream resumed from before the retention). */
+  gone: 410,
   too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -14,6 +14,8 @@ export type RequestScope = {
   calls: number;
   /** Runs `done` once the answer has been sent or the connection has closed. */
   onAnswered(done: () => void): void;
+  /** Cuts the connection at once, mid-answer: a stream's client then resumes, here or elsewhere. */
+  abort(): void;
 };
 
 let reading = 0;

@@ -2,6 +2,7 @@ import type { OpenApiMeta, OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult, Principal, Scope } from './auth.ts';
 import { ApiError } from './errors.ts';
+import type { EventHub } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import { StoreUnavailableError, type PlantStore } from './store/store.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
@@ -11,6 +12,8 @@ export type OperationContext = {
   store: PlantStore;
   /** The new-plant webhook's subscribers: what a create enqueues with the plant. */
   webhooks: NewPlantWebhook;
+  /** The event streams of this instance. */
+  events: EventHub;
   principal: Principal;
   request: RequestScope;
 };
@@ -29,6 +32,11 @@ export type Operation<
   openapi: NonNullable<OpenApiMeta['openapi']> & { method: M };
   /** What the caller's token must allow. */
   scope: Scope;
+  /**
+   * A stream: `run` resolves with an `EventStream` (events/hub.ts), served as a tRPC subscription
+   * and as Server-Sent Events, each event described by `output`.
+   */
+  stream?: true;
   input: I;
   /** The REST answer's schema, for the OpenAPI document (answers are built by `run`, not re-parsed). */
   output?: z.ZodType;

@@ -12,6 +12,8 @@ import {
 } from './auth.ts';
 import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
+import { createEventHub, type EventHub } from './events/hub.ts';
+import { startEventPruning } from './events/prune.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
@@ -53,7 +55,8 @@ export async function startServer(
   const { verifier, refresher } = await startTokens(config, store, log);
   const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
   const redis = await connectRedis(config, log, metrics);
-  const server = createHttpServer(config, buildApp(config, { store, verifier, log, metrics, redis }));
+  const events = createEventHub(store.events, config.events, log);
+  const server = createHttpServer(config, buildApp(config, { store, verifier, log, metrics, redis, events }));
   let url: string;
   try {
     url = await listen(server, config);
@@ -64,16 +67,18 @@ export async function startServer(
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
   const worker = startWorker(config, store, log, metrics);
+  const pruning = startEventPruning(store.events, config.events.retentionMs, log);
 
   const failed = store.failed.then((error) => {
     void worker?.stop(0);
     refresher.stop();
+    pruning.stop();
     return error;
   });
   let closed: Promise<void> | undefined;
   const close = (signal = 'close', graceMs = config.http.shutdownGraceMs) => {
     if (closed && graceMs === 0) server.closeAllConnections();
-    closed ??= shutDown({ server, worker, refresher, store, redis, log }, signal, graceMs);
+    closed ??= shutDown({ server, worker, refresher, events, pruning, store, redis, log }, signal, graceMs);
     return closed;
   };
   return { url, failed, close };
@@ -134,9 +139,10 @@ function buildApp(
     log: Logger;
     metrics: Metrics;
     redis: Redis | undefined;
+    events: EventHub;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis } = parts;
+  const { store, verifier, log, metrics, redis, events } = parts;
   return createApp({
     store,
     verifier,
@@ -145,6 +151,7 @@ function buildApp(
     publicUrl: `http://${config.host}:${config.port}`,
     corsOrigins: config.corsOrigins,
     webhookUrls: config.webhooks?.urls,
+    events: { hub: events, heartbeatMs: config.events.heartbeatMs },
     ...(config.rateLimit && {
       rateLimit: { limiter: createRateLimiter(config.rateLimit, redis), limit: config.rateLimit },
     }),
@@ -203,6 +210,8 @@ async function shutDown(
     server: Server;
     worker: DeliveryWorker | undefined;
     refresher: TokenRefresh;
+    events: EventHub;
+    pruning: { stop(): void };
     store: PlantStore;
     redis: Redis | undefined;
     log: Logger;
@@ -210,8 +219,11 @@ async function shutDown(
   signal: string,
   graceMs: number,
 ): Promise<void> {
-  const { server, worker, refresher, store, redis, log } = parts;
+  const { server, worker, refresher, events, pruning, store, redis, log } = parts;
   log.info({ signal }, 'shutting down');
+  // Event streams end now, cleanly: their clients resume on another instance.
+  events.close();
+  pruning.stop();
   if (graceMs === 0) server.closeAllConnections();
   const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
   // The worker finishes its attempts in flight (within the grace) while requests drain.

@@ -1,12 +1,14 @@
-import { initTRPC, type TRPC_ERROR_CODE_KEY, TRPCError } from '@trpc/server';
+import { initTRPC, type TRPC_ERROR_CODE_KEY, TRPCError, tracked } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { AuthResult } from './auth.ts';
 import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
+import type { EventHub, EventStream } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import { type AnyOperation, authorize, isOperation, type Operation } from './operation.ts';
+import { toPlantEvent } from './operations/events.ts';
 import type { OperationTree } from './operations/index.ts';
 import type { PlantStore } from './store/store.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
@@ -19,6 +21,8 @@ export type Context = {
   store: PlantStore;
   /** The new-plant webhook's subscribers: what a create enqueues with the plant. */
   webhooks: NewPlantWebhook;
+  /** The event streams of this instance. */
+  events: EventHub;
   /** The request's bearer token, checked once per HTTP request (http/auth.ts). */
   auth: AuthResult;
   /** The HTTP request the call arrived in. */
@@ -26,6 +30,9 @@ export type Context = {
 };
 
 // The tRPC boundary: the only module, with http/trpc.ts, that knows TRPCError.
+
+/** How often a subscription with nothing to send sends tRPC's ping event. */
+const SUBSCRIPTION_PING_MS = 15_000;
 
 const t = initTRPC
   .context<Context>()
@@ -35,6 +42,8 @@ const t = initTRPC
     transformer: superjson,
     // Never put stack traces in answers, whatever NODE_ENV is.
     isDev: false,
+    // Subscriptions (SSE): a ping keeps proxies from closing an idle stream.
+    sse: { ping: { enabled: true, intervalMs: SUBSCRIPTION_PING_MS } },
     errorFormatter({ shape, error }) {
       return { ...shape, message: describeTrpcError(error).message };
     },
@@ -50,6 +59,8 @@ const CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_SUPPORTED',
   409: 'CONFLICT',
+  // tRPC has no 410: the closest, "not found", with the message saying it is no longer kept.
+  410: 'NOT_FOUND',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'TOO_MANY_REQUESTS',
@@ -88,12 +99,15 @@ const apiErrors = t.middleware(async ({ next }) => {
  * run. Its metadata is the operation's trpc-to-openapi description.
  * @see https://trpc.io/docs/server/authorization
  */
-function withOperation<I extends z.ZodType, O>(operation: Operation<I, O>) {
+function withOperation<I extends z.ZodType, O, P extends z.ZodType = I>(
+  operation: Operation<I, O>,
+  input?: P,
+) {
   return t.procedure
     .use(apiErrors)
     .use(({ ctx, next }) => next({ ctx: { principal: authorize(ctx.auth, operation.scope) } }))
     .meta({ openapi: operation.openapi })
-    .input(operation.input);
+    .input((input ?? operation.input) as P);
 }
 
 function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
@@ -104,23 +118,54 @@ function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
   return withOperation(operation).query(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
 }
 
-/** The procedures of a tree of operations: a query for each GET operation, a mutation for the others. */
+/**
+ * A stream as a tRPC subscription over SSE: each event `tracked()` with its id, so that
+ * `httpSubscriptionLink` resumes with `lastEventId` after a reconnection. A stream the hub cuts
+ * (a consumer too slow, a shutdown) cuts the connection rather than completing the subscription,
+ * so the client reconnects (to another instance, after a shutdown) and resumes.
+ */
+function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObject<S>, EventStream>) {
+  const input = operation.input.extend({
+    lastEventId: z
+      .string()
+      .regex(/^[0-9]{1,19}$/)
+      .nullish(),
+  });
+  return withOperation(operation, input).subscription(async function* ({ ctx, input }) {
+    const { lastEventId, ...rest } = input as { lastEventId?: string | null };
+    const resume = lastEventId ? { ...rest, after: BigInt(lastEventId) } : rest;
+    const stream = await operation.run(ctx, resume as z.output<z.ZodObject<S>>);
+    for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
+    if ((await stream.ended) !== 'closed') ctx.request.abort();
+  });
+}
+
+/**
+ * The procedures of a tree of operations: a subscription for a stream, a query for each other GET
+ * operation, a mutation for the rest.
+ */
 export type ProceduresOf<T> = {
   [K in keyof T]: T[K] extends Operation<infer I, infer O, infer M>
-    ? M extends 'GET'
-      ? ReturnType<typeof toQuery<I, O>>
-      : ReturnType<typeof toMutation<I, O>>
+    ? O extends EventStream
+      ? I extends z.ZodObject<infer S>
+        ? ReturnType<typeof toSubscription<S>>
+        : never
+      : M extends 'GET'
+        ? ReturnType<typeof toQuery<I, O>>
+        : ReturnType<typeof toMutation<I, O>>
     : ProceduresOf<T[K]>;
 };
 
 export function proceduresOf<T extends OperationTree>(tree: T): ProceduresOf<T> {
   const procedures: Record<string, unknown> = {};
   for (const [name, node] of Object.entries(tree)) {
-    procedures[name] = isOperation(node)
-      ? node.openapi.method === 'GET'
-        ? toQuery(node as AnyOperation)
-        : toMutation(node as AnyOperation)
-      : proceduresOf(node);
+    procedures[name] = !isOperation(node)
+      ? proceduresOf(node)
+      : node.stream
+        ? toSubscription(node as Operation<z.ZodObject, EventStream>)
+        : node.openapi.method === 'GET'
+          ? toQuery(node)
+          : toMutation(node);
   }
   return procedures as ProceduresOf<T>;
 }

@@ -3,3 +3,4 @@ export * from './plant.ts';
 export * from './json.ts';
 export * from './integer.ts';
 export * from './tag.ts';
+export * from './event.ts';

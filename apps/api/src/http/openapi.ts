@@ -136,8 +136,19 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
   },
 };
 
+/** A stream's request header: where EventSource resumes from after a reconnection. */
+const LastEventIdHeader = z.object({
+  'Last-Event-ID': z
+    .string()
+    .regex(/^[0-9]{1,19}$/)
+    .optional()
+    .meta({
+      description: 'Resume after this event id (sent by EventSource when it reconnects); overrides `after`',
+    }),
+});
+
 function describe(
-  { openapi, input, output, rest }: AnyOperation,
+  { openapi, input, output, rest, stream }: AnyOperation,
   method: string,
   path: string,
 ): ZodOpenApiOperationObject {
@@ -146,9 +157,11 @@ function describe(
     { description, content: { 'application/json': { schema: ApiErrorSchema } } },
   ]);
   const status = rest?.status ?? 200;
+  // A stream's schema is that of each event's `data`.
+  const mediaType = stream ? 'text/event-stream' : 'application/json';
   const success = {
     description: openapi.successDescription ?? 'Success',
-    ...(output && status !== 204 && { content: { 'application/json': { schema: output } } }),
+    ...(output && status !== 204 && { content: { [mediaType]: { schema: output } } }),
     ...(openapi.responseHeaders && { headers: openapi.responseHeaders }),
   };
   const pathParams = getPathParameters(path);
@@ -167,6 +180,7 @@ function describe(
           requestParams: {
             path: pick(pathParams),
             query: pick(Object.keys(shape).filter((key) => !pathParams.includes(key))),
+            ...(stream && { header: LastEventIdHeader }),
           },
         }),
     responses: { [status]: success, ...Object.fromEntries(errors) },

@@ -1,11 +1,12 @@
 import type { Context } from 'koa';
 import type { RequestScope } from '../heavy-reads.ts';
 
-/** The request as operations see it: how many calls it carries, and when its answer is sent. */
+/** The request as operations see it: how many calls it carries, when its answer is sent, and how to cut it. */
 export function requestScope(ctx: Context, calls: number): RequestScope {
   return {
     calls,
     // A client may have hung up before the call began: 'close' would then never come again.
     onAnswered: (done) => (ctx.res.closed ? done() : ctx.res.once('close', done)),
+    abort: () => ctx.res.destroy(),
   };
 }

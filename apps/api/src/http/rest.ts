@@ -1,12 +1,14 @@
 import { stringifyJson } from '@plant-store/schema';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import { ApiError, describeIssues, methodNotAllowed } from '../errors.ts';
+import type { EventStream } from '../events/hub.ts';
 import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
 import { readJsonBody } from './body.ts';
 import { decodeParams, paramDecoders } from './params.ts';
 import { requestScope } from './request-scope.ts';
+import { serveEventStream } from './sse.ts';
 
 export type RestRoute = {
   method: OpenApiMethod;
@@ -18,9 +20,16 @@ export type RestRoute = {
   decoders: ReturnType<typeof paramDecoders>;
 };
 
-/** The REST route table: one route per operation of the registry, from its trpc-to-openapi metadata. */
+/**
+ * The REST route table: one route per operation of the registry, from its trpc-to-openapi metadata,
+ * fixed paths before templated ones (`/plants/events` before `/plants/{id}`).
+ */
 export function restRoutes(operations = listOperations()): RestRoute[] {
-  return operations.map(({ operation }) => {
+  const params = (path: string) => path.split('{').length;
+  const sorted = [...operations].sort(
+    (a, b) => params(a.operation.openapi.path) - params(b.operation.openapi.path),
+  );
+  return sorted.map(({ operation }) => {
     const { method, path } = operation.openapi;
     const inputFromBody = method === 'POST';
     return {
@@ -42,16 +51,19 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
  */
 export function restAdapter(
   routes: RestRoute[],
-  deps: Pick<OperationContext, 'store' | 'webhooks'>,
+  deps: Pick<OperationContext, 'store' | 'webhooks' | 'events'> & { heartbeatMs: number },
 ): Middleware {
   return async (ctx, next) => {
     let route: RestRoute | undefined;
     let match: RegExpExecArray | null = null;
     const allowed: string[] = [];
+    let path: string | undefined;
+    // The routes of the first path that matches: fixed paths come first (`restRoutes`).
     for (const candidate of routes) {
+      if (path !== undefined && candidate.path !== path) continue;
       const found = candidate.pattern.exec(ctx.path);
       if (found === null) continue;
-      ctx.state.route = candidate.path;
+      path = ctx.state.route = candidate.path;
       allowed.push(candidate.method);
       if (candidate.method === ctx.method) {
         route = candidate;
@@ -63,16 +75,18 @@ export function restAdapter(
     const principal = authorize(ctx.state.auth, route.operation.scope);
     const raw = route.inputFromBody
       ? await readJsonBody(ctx.req)
-      : decodeParams(route.decoders, { ...ctx.query, ...match?.groups });
+      : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
     const parsed = route.operation.input.safeParse(raw);
     if (!parsed.success) {
       const where = route.inputFromBody ? 'request body' : 'request parameters';
       throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
     }
+    const { store, webhooks, events } = deps;
     const output = await route.operation.run(
-      { store: deps.store, webhooks: deps.webhooks, principal, request: requestScope(ctx, 1) },
+      { store, webhooks, events, principal, request: requestScope(ctx, 1) },
       parsed.data,
     );
+    if (route.operation.stream) return serveEventStream(ctx, output as EventStream, deps.heartbeatMs);
     const { rest } = route.operation;
     const presented = rest?.present
       ? rest.present(output, { path: ctx.path, input: parsed.data })
@@ -84,4 +98,13 @@ export function restAdapter(
       ctx.body = stringifyJson(presented.body);
     }
   };
+}
+
+/**
+ * A stream's `Last-Event-ID` header (sent by EventSource when it reconnects) as its `after`
+ * parameter, which it overrides: the URL still carries the `after` the stream first started from.
+ */
+function resumeFrom(ctx: Context, route: RestRoute): { after?: string } {
+  const last = ctx.get('last-event-id');
+  return route.operation.stream && last !== '' ? { after: last } : {};
 }

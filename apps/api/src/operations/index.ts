@@ -1,4 +1,5 @@
 import { type AnyOperation, isOperation } from '../operation.ts';
+import { plantEvents } from './events.ts';
 import { createPlant, deletePlant, getPlant, listPlants } from './plants.ts';
 
 /**
@@ -12,6 +13,7 @@ export const operations = {
     list: listPlants,
     get: getPlant,
     delete: deletePlant,
+    events: plantEvents,
   },
 };
 

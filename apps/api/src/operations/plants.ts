@@ -13,7 +13,7 @@ import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
 import { defineOperation, storeCall } from '../operation.ts';
 
 /** Statuses every bearer-protected operation can answer besides its own. */
-const PROTECTED_ERRORS = {
+export const PROTECTED_ERRORS = {
   401: 'Missing or unknown bearer token',
   403: 'The token lacks the scope this operation needs',
   500: 'Internal error',

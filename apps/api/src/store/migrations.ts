@@ -87,6 +87,35 @@ export const migrations: readonly Migration[] = [
       DROP INDEX webhook_deliveries_due_by_url;
     `,
   },
+  {
+    version: 5,
+    name: 'create plant events',
+    // The event log (EventLog in store.ts): one row per committed create or delete, written in the
+    // change's own transaction. `id` only grows: SQLite's AUTOINCREMENT never reuses one, and on
+    // PostgreSQL writers take a transaction-scoped advisory lock before they draw one, so ids also
+    // commit in order and a reader that has seen id n has seen every committed id below it.
+    // `event_log` keeps the greatest id pruned, to tell a resume from a pruned past (410).
+    up: (dialect) => `
+      CREATE TABLE plant_events (
+        id ${dialect === 'sqlite' ? 'INTEGER PRIMARY KEY AUTOINCREMENT' : 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY'},
+        type TEXT NOT NULL CHECK (type IN ('plant.created', 'plant.deleted')),
+        plant_id ${dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'} NOT NULL,
+        name TEXT,
+        tag TEXT,
+        created_at ${stamped[dialect]}
+      );
+      CREATE INDEX plant_events_created ON plant_events (created_at);
+      CREATE TABLE event_log (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        pruned_through ${dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'} NOT NULL
+      );
+      INSERT INTO event_log (id, pruned_through) VALUES (1, 0);
+    `,
+    down: `
+      DROP TABLE event_log;
+      DROP TABLE plant_events;
+    `,
+  },
 ];
 
 /** The newest schema version. */

@@ -1,14 +1,17 @@
 import type { NewPlant } from '@plant-store/schema';
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
+import { listen } from './postgres-listen.ts';
 import {
   type Delivery,
   type DeliveryOutbox,
+  type EventLog,
   type FailedDelivery,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
   parseScopes,
+  type StoredEvent,
   type StoredPlant,
   StoreUnavailableError,
   type TokenStore,
@@ -29,21 +32,82 @@ export type PostgresStoreOptions = {
 type TokenRow = { name: string; digest: string; scopes: string; created_at: Date; revoked_at: Date | null };
 type Row = { id: bigint; name: string; tag: string | null };
 type PageRow = Row & { candidates: bigint };
+type EventRow = {
+  id: bigint;
+  type: StoredEvent['type'];
+  plant_id: bigint;
+  name: string | null;
+  tag: string | null;
+  created_at: Date;
+};
 type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
 type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
 
+/** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */
+export const EVENTS_CHANNEL = 'plant_store_events';
+
 /**
- * One statement, so one transaction: the plant and its deliveries commit together, and a duplicate
- * id (no row from `created`) enqueues nothing. `$4`/`$5`/`$6` are the deliveries' ids, URLs and
- * payloads, one array per column (unnest zips them back into rows).
+ * The transaction-scoped advisory lock an event's writer holds from drawing its id to its COMMIT, so
+ * that event ids commit in order (see migration 5): any fixed int8 no other application takes.
  */
-const CREATE_WITH_DELIVERIES = `
-  WITH created AS (
-    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id
+const EVENTS_LOCK_KEY = '7234917730117002';
+
+/**
+ * Appends an event for each row of `changed`, under the events lock, and NOTIFYs the listeners (at
+ * COMMIT; nothing when no row changed). The lock is taken in the join, before any id is drawn.
+ */
+function appendEvents(type: StoredEvent['type'], changed: string): string {
+  return `
+  appended AS (
+    INSERT INTO plant_events (type, plant_id, name, tag)
+    SELECT '${type}', changed.id, changed.name, changed.tag
+    FROM ${changed} AS changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
+    RETURNING id
   )
-  INSERT INTO webhook_deliveries (id, url, payload)
-  SELECT delivery.id, delivery.url, delivery.payload
-  FROM created, unnest($4::text[], $5::text[], $6::text[]) AS delivery (id, url, payload)`;
+  SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended`;
+}
+
+/**
+ * One statement, so one transaction: the plant, its event and its deliveries commit together, and a
+ * duplicate id (no row from `created`) appends and enqueues nothing. `$4`/`$5`/`$6` are the
+ * deliveries' ids, URLs and payloads, one array per column (unnest zips them back into rows).
+ * Answers one row when the plant was created.
+ */
+const CREATE = `
+  WITH created AS (
+    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id, name, tag
+  ),
+  enqueued AS (
+    INSERT INTO webhook_deliveries (id, url, payload)
+    SELECT delivery.id, delivery.url, delivery.payload
+    FROM created, unnest($4::text[], $5::text[], $6::text[]) AS delivery (id, url, payload)
+  ),
+  ${appendEvents('plant.created', 'created')}`;
+
+/** The deletion and its event in one statement; one row when the plant existed. */
+const DELETE = `
+  WITH deleted AS (
+    DELETE FROM plants WHERE id = $1 RETURNING id, NULL::text AS name, NULL::text AS tag
+  ),
+  ${appendEvents('plant.deleted', 'deleted')}`;
+
+/** Oldest first, at most `$2` events; records the greatest id pruned in the same statement. */
+const PRUNE_EVENTS = `
+  WITH gone AS (
+    DELETE FROM plant_events WHERE id IN (
+      SELECT id FROM plant_events
+      WHERE created_at < now() - $1::bigint * interval '1 millisecond'
+      ORDER BY id
+      LIMIT $2
+      FOR UPDATE SKIP LOCKED
+    )
+    RETURNING id
+  ),
+  recorded AS (
+    UPDATE event_log SET pruned_through = GREATEST(pruned_through, (SELECT max(id) FROM gone))
+    WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)
+  )
+  SELECT count(*) AS n FROM gone`;
 
 /**
  * SKIP LOCKED passes over rows another claim is taking right now; pushing `next_attempt_at` to the
@@ -211,6 +275,56 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     return running;
   }
 
+  /** Listeners of `events.watch`, and the LISTEN connection that wakes them while there are any. */
+  const watchers = new Set<() => void>();
+  let listening: { stop(): Promise<void> } | undefined;
+  const wake = () => {
+    for (const listener of watchers) listener();
+  };
+
+  const events: EventLog = {
+    after: (after, limit) =>
+      call(async () => {
+        const { rows } = await query<EventRow>(
+          'events-after',
+          'SELECT id, type, plant_id, name, tag, created_at FROM plant_events WHERE id > $1 ORDER BY id LIMIT $2',
+          [after.toString(), limit],
+        );
+        return rows.map(toEvent);
+      }),
+    head: () =>
+      call(async () => {
+        const { rows } = await query<{ head: bigint }>(
+          'events-head',
+          'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) AS head FROM event_log WHERE id = 1',
+          [],
+        );
+        return rows[0]!.head;
+      }),
+    prunedThrough: () =>
+      call(async () => {
+        const { rows } = await query<{ pruned_through: bigint }>(
+          'events-pruned-through',
+          'SELECT pruned_through FROM event_log WHERE id = 1',
+          [],
+        );
+        return rows[0]!.pruned_through;
+      }),
+    prune: ({ olderThanMs, limit }) =>
+      call(async () => {
+        const { rows } = await query<{ n: bigint }>('events-prune', PRUNE_EVENTS, [olderThanMs, limit]);
+        return Number(rows[0]!.n);
+      }),
+    watch(listener) {
+      watchers.add(listener);
+      // Every (re)connection wakes the watchers too: what was committed while it was down is read then.
+      listening ??= listen({ url, channel: EVENTS_CHANNEL, timeoutMs, onNotify: wake });
+      return () => {
+        watchers.delete(listener);
+      };
+    },
+  };
+
   const deliveries: DeliveryOutbox = {
     claim: ({ url, limit, leaseMs }) =>
       call(async () => {
@@ -328,29 +442,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   return {
     create: (plant: NewPlant, outbox: readonly NewDelivery[] = []) =>
       call(async () => {
-        if (outbox.length > 0) {
-          const { rowCount } = await query('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
-            plant.id.toString(),
-            plant.name,
-            plant.tag ?? null,
-            outbox.map((delivery) => delivery.id),
-            outbox.map((delivery) => delivery.url),
-            outbox.map((delivery) => delivery.payload),
-          ]);
-          return rowCount === outbox.length;
-        }
-        const { rowCount } = await query(
-          'plants-insert',
-          'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
-          [plant.id.toString(), plant.name, plant.tag ?? null],
-        );
+        const { rowCount } = await query('plants-create', CREATE, [
+          plant.id.toString(),
+          plant.name,
+          plant.tag ?? null,
+          outbox.map((delivery) => delivery.id),
+          outbox.map((delivery) => delivery.url),
+          outbox.map((delivery) => delivery.payload),
+        ]);
         return rowCount === 1;
       }),
     delete: (id) =>
       call(async () => {
-        const { rowCount } = await query('plants-delete', 'DELETE FROM plants WHERE id = $1', [
-          id.toString(),
-        ]);
+        const { rowCount } = await query('plants-delete', DELETE, [id.toString()]);
         return rowCount === 1;
       }),
     get: (id) =>
@@ -379,12 +483,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
     // Each call fails or succeeds on its own, and the store recovers when the server does.
     failed: new Promise<Error>(() => {}),
+    events,
     deliveries,
     tokens,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.
         while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        await listening?.stop();
         await pool.end();
       })();
       return closing;
@@ -485,4 +591,11 @@ function toFailedDelivery(row: FailedRow): FailedDelivery {
 
 function toPlant(row: Row): StoredPlant {
   return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+}
+
+function toEvent(row: EventRow): StoredEvent {
+  if (row.type === 'plant.deleted')
+    return { id: row.id, type: row.type, plant: { id: row.plant_id }, createdAt: row.created_at };
+  const plant = toPlant({ id: row.plant_id, name: row.name!, tag: row.tag });
+  return { id: row.id, type: row.type, plant, createdAt: row.created_at };
 }

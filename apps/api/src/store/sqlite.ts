@@ -7,11 +7,13 @@ import { migrateSqlite } from './sqlite-migrate.ts';
 import {
   type Delivery,
   type DeliveryOutbox,
+  type EventLog,
   type FailedDelivery,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
   parseScopes,
+  type StoredEvent,
   type StoredPlant,
   type StoredToken,
   StoreUnavailableError,
@@ -26,6 +28,7 @@ type Write =
   | { delete: bigint }
   | { claim: { url: string; limit: number; leaseMs: number } }
   | { prune: { olderThanMs: number; limit: number } }
+  | { pruneEvents: { olderThanMs: number; limit: number } }
   | { delivered: string }
   | { retry: { id: string; delayMs: number; error: string } }
   | { failed: { id: string; error: string } }
@@ -40,6 +43,14 @@ type TokenRow = {
 };
 type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
 type Row = { id: bigint; name: string; tag: string | null };
+type EventRow = {
+  id: bigint;
+  type: StoredEvent['type'];
+  plant_id: bigint;
+  name: string | null;
+  tag: string | null;
+  created_at: bigint;
+};
 type ClaimedRow = { id: string; url: string; payload: string; attempts: bigint; created_at: bigint };
 type FailedRow = ClaimedRow & { last_error: string; updated_at: bigint };
 
@@ -106,6 +117,15 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
       LIMIT @limit + 1
     )
     SELECT url FROM urls WHERE url IS NOT NULL LIMIT @limit`);
+  const selectEvents = db.prepare<[bigint, number], EventRow>(
+    'SELECT id, type, plant_id, name, tag, created_at FROM plant_events WHERE id > ? ORDER BY id LIMIT ?',
+  );
+  const selectEventHead = db.prepare<[], { head: bigint }>(
+    'SELECT max(coalesce((SELECT max(id) FROM plant_events), 0), pruned_through) AS head FROM event_log WHERE id = 1',
+  );
+  const selectPrunedThrough = db.prepare<[], { pruned_through: bigint }>(
+    'SELECT pruned_through FROM event_log WHERE id = 1',
+  );
   const apply = writer(db);
   const applyAll = db.transaction((writes: Write[]) => writes.map(apply));
 
@@ -117,6 +137,8 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   /** Set once a COMMIT or a log sync failed: the store then refuses everything, for good. */
   let fatal: StoreUnavailableError | undefined;
   let reportFailure: (error: Error) => void = () => {};
+  /** Listeners of `events.watch`: told after each durable commit that may have appended events. */
+  const watchers = new Set<() => void>();
   const failed = new Promise<Error>((resolve) => {
     reportFailure = resolve;
   });
@@ -160,6 +182,8 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
           fail(error);
         } else {
           for (const [i, item] of batch.entries()) item.resolve(results[i]);
+          if (batch.some(({ write }) => 'create' in write || 'delete' in write))
+            for (const listener of watchers) listener();
         }
         done();
         schedule();
@@ -210,6 +234,18 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     prune: (options) => write({ prune: options }),
   };
 
+  const events: EventLog = {
+    after: (after, limit) => read(() => selectEvents.all(after, limit).map(toEvent)),
+    // Not max(id) alone: pruning every event must not move the head back.
+    head: () => read(() => selectEventHead.get()!.head),
+    prunedThrough: () => read(() => selectPrunedThrough.get()!.pruned_through),
+    prune: (options) => write({ pruneEvents: options }),
+    watch(listener) {
+      watchers.add(listener);
+      return () => watchers.delete(listener);
+    },
+  };
+
   const tokens: TokenStore = {
     create: (token) => write({ addToken: token }),
     revoke: (name) => write({ revokeToken: name }),
@@ -245,6 +281,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
       }),
     ping: () => read(() => undefined),
     failed,
+    events,
     deliveries,
     tokens,
     close() {
@@ -277,6 +314,17 @@ function writer(db: Database.Database): (write: Write) => unknown {
     'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
   );
   const remove = db.prepare('DELETE FROM plants WHERE id = ?');
+  const appendEvent = db.prepare(
+    'INSERT INTO plant_events (type, plant_id, name, tag, created_at) VALUES (?, ?, ?, ?, ?)',
+  );
+  const pruneEvents = db.prepare<{ before: number; limit: number }, { id: bigint }>(`
+    DELETE FROM plant_events WHERE id IN (
+      SELECT id FROM plant_events WHERE created_at < @before ORDER BY id LIMIT @limit
+    )
+    RETURNING id`);
+  const recordPruned = db.prepare(
+    'UPDATE event_log SET pruned_through = max(pruned_through, ?) WHERE id = 1',
+  );
   const enqueue = db.prepare(
     'INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
@@ -312,16 +360,29 @@ function writer(db: Database.Database): (write: Write) => unknown {
     if ('create' in write) {
       const { id, name, tag } = write.create;
       const created = insert.run(id, name, tag ?? null).changes === 1;
-      if (created && write.outbox.length > 0) {
+      if (created) {
         const now = Date.now();
+        appendEvent.run('plant.created', id, name, tag ?? null, now);
         for (const delivery of write.outbox) {
           enqueue.run(delivery.id, delivery.url, delivery.payload, now, now, now);
         }
       }
       return created;
     }
-    if ('delete' in write) return remove.run(write.delete).changes === 1;
     const now = Date.now();
+    if ('delete' in write) {
+      const deleted = remove.run(write.delete).changes === 1;
+      if (deleted) appendEvent.run('plant.deleted', write.delete, null, null, now);
+      return deleted;
+    }
+    if ('pruneEvents' in write) {
+      const gone = pruneEvents.all({
+        before: now - write.pruneEvents.olderThanMs,
+        limit: write.pruneEvents.limit,
+      });
+      if (gone.length > 0) recordPruned.run(gone.reduce((max, row) => (row.id > max ? row.id : max), 0n));
+      return gone.length;
+    }
     if ('claim' in write) {
       const { url, limit, leaseMs } = write.claim;
       return claim.all({ url, now, leaseEnd: now + leaseMs, limit });
@@ -366,6 +427,18 @@ function toTokenRecord(row: TokenRow): TokenRecord {
 
 function toFailedDelivery(row: FailedRow): FailedDelivery {
   return { ...toDelivery(row), lastError: row.last_error, failedAt: new Date(Number(row.updated_at)) };
+}
+
+function toEvent(row: EventRow): StoredEvent {
+  const createdAt = new Date(Number(row.created_at));
+  if (row.type === 'plant.deleted')
+    return { id: row.id, type: row.type, plant: { id: row.plant_id }, createdAt };
+  return {
+    id: row.id,
+    type: row.type,
+    plant: toPlant({ id: row.plant_id, name: row.name!, tag: row.tag })!,
+    createdAt,
+  };
 }
 
 function toPlant(row: Row | undefined): StoredPlant | undefined {

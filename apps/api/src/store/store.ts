@@ -28,14 +28,17 @@ export function textBytes(plant: { name: string; tag?: string | null }): number 
  */
 export interface PlantStore {
   /**
-   * Inserts a plant and, in the same transaction, the pending deliveries of `outbox` (a
-   * transactional outbox; none when omitted). Resolves `true` once both are committed, `false` when
-   * the id already exists (and then nothing was enqueued).
+   * Inserts a plant and, in the same transaction, its `plant.created` event and the pending
+   * deliveries of `outbox` (a transactional outbox; none when omitted). Resolves `true` once all are
+   * committed, `false` when the id already exists (and then nothing was appended or enqueued).
    */
   create(plant: NewPlant, outbox?: readonly NewDelivery[]): Promise<boolean>;
   /** The plant with this id, or `undefined`. */
   get(id: bigint): Promise<StoredPlant | undefined>;
-  /** Deletes a plant. Resolves `true` once the deletion is committed, `false` when there was no such plant. */
+  /**
+   * Deletes a plant and appends its `plant.deleted` event, in one transaction. Resolves `true` once
+   * committed, `false` when there was no such plant (and then nothing was appended).
+   */
   delete(id: bigint): Promise<boolean>;
   /**
    * Plants in ascending id order, strictly after `after` when given: at most `limit`, and only as
@@ -52,11 +55,40 @@ export interface PlantStore {
    * that recover by themselves (PostgreSQL).
    */
   readonly failed: Promise<Error>;
+  /** The log of committed changes that `create` and `delete` append to. */
+  events: EventLog;
   /** The webhook outbox that `create` fills and the delivery worker drains. */
   deliveries: DeliveryOutbox;
   /** Bearer tokens issued with `main.js token create`, kept only as SHA-256 digests. */
   tokens: TokenStore;
   close(): Promise<void>;
+}
+
+/** A committed change, as the event log keeps it. */
+export type StoredEvent =
+  | { id: bigint; type: 'plant.created'; plant: StoredPlant; createdAt: Date }
+  | { id: bigint; type: 'plant.deleted'; plant: { id: bigint }; createdAt: Date };
+
+/**
+ * Every committed create and delete, in commit order, each with an id greater than every id
+ * committed before it: a reader that has seen id n never later finds a new event below n. An event
+ * exists if and only if its change committed.
+ */
+export interface EventLog {
+  /** Up to `limit` events with ids greater than `after`, ascending. */
+  after(after: bigint, limit: number): Promise<StoredEvent[]>;
+  /** The greatest event id, or 0n when the log is empty (and nothing was ever pruned). */
+  head(): Promise<bigint>;
+  /** The greatest id pruned so far, 0n when none: a reader resuming below it has missed events. */
+  prunedThrough(): Promise<bigint>;
+  /** Deletes up to `limit` events older than `olderThanMs`, oldest first; resolves with how many. */
+  prune(options: { olderThanMs: number; limit: number }): Promise<number>;
+  /**
+   * Calls `listener` whenever events may have been appended: after this process's commits and, on
+   * PostgreSQL, on every instance's (LISTEN/NOTIFY). Notifications can be missed; the log is the truth.
+   * Returns the function that stops it.
+   */
+  watch(listener: () => void): () => void;
 }
 
 /** A webhook delivery as `create` enqueues it: pending, due at once. */

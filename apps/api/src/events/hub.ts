@@ -1,0 +1,237 @@
+import type { Logger } from 'pino';
+import { describeCauses } from '../causes.ts';
+import { ApiError } from '../errors.ts';
+import type { EventLog, StoredEvent } from '../store/store.ts';
+
+/** Events read from the log per query, when catching up and when fanning out. */
+const PAGE = 500;
+
+export type EventHubLimits = {
+  /** Streams open at once on this instance (EVENT_STREAMS_MAX); past it 503 with Retry-After. */
+  maxStreams: number;
+  /** Streams open at once per token (EVENT_STREAMS_PER_TOKEN); past it 429 with Retry-After. */
+  maxStreamsPerToken: number;
+  /** Events a stream may hold for a consumer that is not reading (EVENT_STREAM_BUFFER); past it the stream is cut. */
+  buffer: number;
+  /** How often the log is read even without a notification (EVENTS_POLL_MS): the bound on a missed one. */
+  pollMs: number;
+};
+
+/** Why a stream ended: the consumer stopped, it fell too far behind, or the instance is shutting down. */
+export type StreamEnd = 'closed' | 'overflow' | 'shutdown';
+
+/** One consumer's events, in id order, without gaps or repeats; see `EventHub.open`. */
+export type EventStream = AsyncIterable<StoredEvent> & {
+  /** Ends the stream (the consumer went away); the iterator returns. */
+  close(): void;
+  /** Resolves with why the stream ended. */
+  readonly ended: Promise<StreamEnd>;
+};
+
+export type EventHub = {
+  /**
+   * Opens a stream of the events after `after` (or, without it, of those committed from now on):
+   * first the backlog, read from the log, then live events as they commit. Throws an `ApiError` when
+   * `after` is older than the retention (410) or a limit is reached (429, 503).
+   */
+  open(options: { tokenName: string; after?: bigint }): Promise<EventStream>;
+  /** Streams open now. */
+  readonly size: number;
+  /** Ends every stream ('shutdown') and refuses new ones. */
+  close(): void;
+};
+
+type Subscriber = {
+  tokenName: string;
+  /** The id of the last event this stream has taken, from the log or from the hub. */
+  cursor: bigint;
+  queue: StoredEvent[];
+  wake: (() => void) | undefined;
+  end: (reason: StreamEnd) => void;
+  done: StreamEnd | undefined;
+};
+
+/**
+ * Fans the event log out to the streams of this instance. One reader follows the log (woken by the
+ * store's `watch` and every `pollMs`) and hands each new event to every live stream; a stream that
+ * resumes from an older id reads its backlog from the log itself, then joins the live ones. The
+ * log is the only source: a missed notification delays an event by at most `pollMs`, never loses it.
+ */
+export function createEventHub(events: EventLog, limits: EventHubLimits, log: Logger): EventHub {
+  const live = new Set<Subscriber>();
+  const open = new Set<Subscriber>();
+  const perToken = new Map<string, number>();
+  /** Every event up to `head` has been handed to the live streams. */
+  let head: bigint | undefined;
+  let starting: Promise<void> | undefined;
+  let reading: Promise<void> | undefined;
+  let again = false;
+  let closed = false;
+  let stopWatching: (() => void) | undefined;
+  let poll: NodeJS.Timeout | undefined;
+
+  function start(): Promise<void> {
+    starting ??= (async () => {
+      stopWatching = events.watch(wake);
+      poll = setInterval(wake, limits.pollMs).unref();
+      head = await events.head();
+    })().catch((error: unknown) => {
+      stop();
+      throw error;
+    });
+    return starting;
+  }
+
+  /** With no stream open, nothing follows the log. */
+  function stop(): void {
+    stopWatching?.();
+    clearInterval(poll);
+    stopWatching = undefined;
+    starting = undefined;
+    head = undefined;
+  }
+
+  function wake(): void {
+    if (head === undefined) return;
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = (async () => {
+      do {
+        again = false;
+        let page: StoredEvent[];
+        do {
+          if (head === undefined) return;
+          page = await events.after(head, PAGE);
+          for (const event of page) {
+            for (const subscriber of live) if (event.id > subscriber.cursor) push(subscriber, event);
+            head = event.id;
+          }
+        } while (page.length === PAGE);
+      } while (again);
+    })()
+      .catch((error: unknown) => log.warn({ reason: describeCauses(error) }, 'event log unreadable'))
+      .finally(() => {
+        reading = undefined;
+      });
+  }
+
+  function push(subscriber: Subscriber, event: StoredEvent): void {
+    if (subscriber.queue.length >= limits.buffer) return subscriber.end('overflow');
+    subscriber.queue.push(event);
+    subscriber.cursor = event.id;
+    subscriber.wake?.();
+  }
+
+  async function openStream({
+    tokenName,
+    after,
+  }: {
+    tokenName: string;
+    after?: bigint;
+  }): Promise<EventStream> {
+    if (closed) throw new ApiError('busy', 'This instance is shutting down; reconnect to another.');
+    if (open.size >= limits.maxStreams) {
+      throw new ApiError(
+        'busy',
+        `This instance serves ${limits.maxStreams} event streams already; retry in a second.`,
+      );
+    }
+    const mine = perToken.get(tokenName) ?? 0;
+    if (mine >= limits.maxStreamsPerToken) {
+      throw new ApiError(
+        'rate_limited',
+        `This token has ${limits.maxStreamsPerToken} event streams open already; close one first.`,
+        { headers: { 'Retry-After': '1' } },
+      );
+    }
+    if (after !== undefined && after < (await events.prunedThrough())) {
+      throw new ApiError(
+        'gone',
+        `The events after ${after} are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.`,
+      );
+    }
+    await start();
+    let resolveEnded: (reason: StreamEnd) => void = () => {};
+    const ended = new Promise<StreamEnd>((resolve) => {
+      resolveEnded = resolve;
+    });
+    const subscriber: Subscriber = {
+      tokenName,
+      cursor: after ?? head!,
+      queue: [],
+      wake: undefined,
+      done: undefined,
+      end(reason) {
+        if (subscriber.done) return;
+        subscriber.done = reason;
+        live.delete(subscriber);
+        open.delete(subscriber);
+        const left = (perToken.get(tokenName) ?? 1) - 1;
+        if (left === 0) perToken.delete(tokenName);
+        else perToken.set(tokenName, left);
+        if (open.size === 0 && !reading) stop();
+        subscriber.queue = [];
+        subscriber.wake?.();
+        resolveEnded(reason);
+      },
+    };
+    open.add(subscriber);
+    perToken.set(tokenName, mine + 1);
+    return {
+      ended,
+      close: () => subscriber.end('closed'),
+      [Symbol.asyncIterator]: () => iterate(subscriber),
+    };
+  }
+
+  async function* iterate(subscriber: Subscriber): AsyncGenerator<StoredEvent> {
+    try {
+      // The backlog, from the log, until this stream has seen everything the hub has handed out;
+      // then, in the same synchronous step, it joins the live streams: no event falls in between.
+      while (!subscriber.done && !live.has(subscriber)) {
+        if (head !== undefined && subscriber.cursor >= head) {
+          live.add(subscriber);
+          break;
+        }
+        const page = await events.after(subscriber.cursor, PAGE);
+        for (const event of page) {
+          if (subscriber.done) return;
+          subscriber.cursor = event.id;
+          yield event;
+        }
+        // The log ends here for now: wait for the hub to catch up to it (or pass it).
+        if (page.length < PAGE && head !== undefined && subscriber.cursor > head) {
+          live.add(subscriber);
+          break;
+        }
+      }
+      while (!subscriber.done) {
+        const event = subscriber.queue.shift();
+        if (event !== undefined) {
+          yield event;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          subscriber.wake = resolve;
+        });
+        subscriber.wake = undefined;
+      }
+    } finally {
+      subscriber.end('closed');
+    }
+  }
+
+  return {
+    open: openStream,
+    get size() {
+      return open.size;
+    },
+    close() {
+      closed = true;
+      for (const subscriber of [...open]) subscriber.end('shutdown');
+      stop();
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import { type PlantEvent, PlantEventSchema, PlantEventsQuerySchema } from '@plant-store/schema';
+import type { EventStream } from '../events/hub.ts';
+import { defineOperation } from '../operation.ts';
+import type { StoredEvent } from '../store/store.ts';
+import { PROTECTED_ERRORS } from './plants.ts';
+
+export const plantEvents = defineOperation({
+  scope: 'read',
+  stream: true,
+  openapi: {
+    method: 'GET',
+    path: '/plants/events',
+    operationId: 'streamPlantEvents',
+    summary: 'Stream plant events',
+    description:
+      'Server-Sent Events: every committed create (`plant.created`, with the plant) and delete (`plant.deleted`, ' +
+      'with its id), in commit order, each as `id:` (the event id), `event:` (its type) and `data:` (the event as ' +
+      'JSON, ids exact). A comment line (`: heartbeat`) is sent when nothing else was for EVENTS_HEARTBEAT_MS. ' +
+      'To resume after a disconnect, send the last id seen as `Last-Event-ID` (EventSource does) or `?after=`: ' +
+      'every event after it follows, in order, without repeats, then live ones. Events are kept for ' +
+      'EVENTS_RETENTION_MS; resuming from before that answers 410. A consumer too slow to keep up is ' +
+      'disconnected, and resumes by id.',
+    tags: ['plants'],
+    successDescription: 'The event stream (text/event-stream), one event per committed change',
+    errorResponses: {
+      400: 'A bad `after` or `Last-Event-ID`',
+      410: 'The events after this id are no longer kept',
+      429: 'This token has too many event streams open',
+      ...PROTECTED_ERRORS,
+      503: 'The store is unavailable, or this instance has too many event streams open; retry later (see Retry-After)',
+    },
+  },
+  input: PlantEventsQuerySchema,
+  output: PlantEventSchema,
+  run: ({ events, principal }, { after }): Promise<EventStream> =>
+    events.open({ tokenName: principal.tokenName, after }),
+});
+
+/** An event as both streams send it. */
+export function toPlantEvent(event: StoredEvent): PlantEvent {
+  return { ...event, createdAt: event.createdAt.toISOString() } as PlantEvent;
+}

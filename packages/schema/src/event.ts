@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { PlantIdSchema, PlantWithIdSchema } from './plant.ts';
+
+/** An event's position in the log: a signed 64-bit integer that only grows. */
+export const EventIdSchema = z
+  .int64({ error: 'must be an event id (a non-negative 64-bit integer)' })
+  .min(0n, { error: 'must be an event id (a non-negative 64-bit integer)' })
+  .meta({
+    description: 'The position of the event in the log; each event has a greater id than every earlier one',
+  });
+
+const at = z.string().meta({ description: 'When the change committed (RFC 3339, UTC)', format: 'date-time' });
+
+/** A plant was created: the plant as stored. */
+export const PlantCreatedEventSchema = z
+  .object({ id: EventIdSchema, type: z.literal('plant.created'), createdAt: at, plant: PlantWithIdSchema })
+  .meta({ id: 'PlantCreatedEvent' });
+
+/** A plant was deleted: its id. */
+export const PlantDeletedEventSchema = z
+  .object({
+    id: EventIdSchema,
+    type: z.literal('plant.deleted'),
+    createdAt: at,
+    plant: z.object({ id: PlantIdSchema }),
+  })
+  .meta({ id: 'PlantDeletedEvent' });
+
+/** One committed change, as the event streams send it (`GET /plants/events`, `plants.events`). */
+export const PlantEventSchema = z
+  .discriminatedUnion('type', [PlantCreatedEventSchema, PlantDeletedEventSchema])
+  .meta({ id: 'PlantEvent' });
+
+export type PlantEvent = z.infer<typeof PlantEventSchema>;
+
+/** Query of `GET /plants/events`: resume after this event id (the `Last-Event-ID` header wins). */
+export const PlantEventsQuerySchema = z.object({
+  after: EventIdSchema.optional().meta({
+    description:
+      'Resume: send the events after this id (the last one seen). Without it (and without `Last-Event-ID`), ' +
+      'only events committed from now on are sent; `0` sends every event still kept.',
+  }),
+});
