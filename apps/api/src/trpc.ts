@@ -7,7 +7,7 @@ import type { AuthResult } from './auth.ts';
 import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
 import type { EventHub, EventStream } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
-import { type AnyOperation, authorize, isOperation, type Operation } from './operation.ts';
+import { authorize, isOperation, type Operation } from './operation.ts';
 import { toPlantEvent } from './operations/events.ts';
 import type { OperationTree } from './operations/index.ts';
 import type { PlantStore } from './store/store.ts';

@@ -114,11 +114,15 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       .catch((error: unknown) => log.warn({ reason: describeCauses(error) }, 'event log unreadable'))
       .finally(() => {
         reading = undefined;
+        if (open.size === 0) stop();
       });
   }
 
   function push(subscriber: Subscriber, event: StoredEvent): void {
-    if (subscriber.queue.length >= limits.buffer) return subscriber.end('overflow');
+    if (subscriber.queue.length >= limits.buffer) {
+      subscriber.end('overflow');
+      return;
+    }
     subscriber.queue.push(event);
     subscriber.cursor = event.id;
     subscriber.wake?.();
