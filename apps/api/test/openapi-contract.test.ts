@@ -149,6 +149,18 @@ describe('the breaking-change check (Redocly diff against the last released docu
       'Response `409` was removed.',
     ],
     [
+      'a removed response header',
+      (doc) => delete doc.paths['/plants'].get.responses['200'].headers,
+      'All headers of response `200` were removed.',
+    ],
+    [
+      'a wider response',
+      (doc) => {
+        doc.components.schemas.Plant.properties.name.maxLength = 500;
+      },
+      "`maxLength` of `name` changed from '200' to '500'.",
+    ],
+    [
       'a removed webhook header',
       (doc) => doc.webhooks['/plant/webhook'].post.parameters.pop(),
       'Parameter removed from a webhook, which subscribers may rely on.',
