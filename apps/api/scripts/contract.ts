@@ -1,7 +1,7 @@
 // The committed contract: apps/api/openapi.json, generated from the source, and the breaking-change
 // check against the last released document in apps/api/openapi/released/.
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { openApiDocument } from '../src/http/openapi.ts';
@@ -131,16 +131,11 @@ export async function checkBreakingChanges(releasedPath: string, currentPath: st
   return { released, current, breaking, compatible, problems };
 }
 
-/** `#/paths/~1plants/post/…` → `paths//plants/post/…`, readable in a message. */
+/** `#/paths/~1plants/post/…` → `paths › /plants › post › …`, readable in a message. */
 function decodePointer(pointer: string): string {
   return pointer
     .replace(/^#\//, '')
     .split('/')
     .map((part) => decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~'))
     .join(' › ');
-}
-
-/** The committed document's text. */
-export function committedDocument(): string {
-  return readFileSync(COMMITTED_PATH, 'utf8');
 }

@@ -13,7 +13,8 @@ if (process.argv[2] === 'check') {
   } else {
     process.stdout.write(
       `openapi.json ${result.current} against the released ${result.released}: ` +
-        `${result.breaking.length} breaking change(s) (allowed by the version), ${result.compatible} compatible.\n`,
+        `${result.breaking.length} breaking change(s)${result.breaking.length > 0 ? ' (allowed by the new major version)' : ''}, ` +
+        `${result.compatible} compatible.\n`,
     );
   }
 } else {
