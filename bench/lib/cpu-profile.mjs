@@ -133,7 +133,10 @@ export function summariseProfile(path, top = 15) {
       where = original
         ? `${file.replace(/^.*node_modules\//, '')}:${original.line}`
         : `${file}:${lineNumber + 1}`;
-      if (original?.text) name = original.text.slice(0, 70);
+      // A helper a dependency's build injected (an object-spread polyfill, say) maps to whatever
+      // line is nearest, often a lone brace: keep its bundled name beside that line.
+      if (original?.text)
+        name = original.text.length < 8 ? `${name} ↦ ${original.text}` : original.text.slice(0, 70);
     }
     add(byFunction, `${pkg} ${where} ${name}`, hits, { name, where, pkg });
     add(byPackage, pkg, hits, { pkg });
