@@ -36,6 +36,15 @@ function parseNewPlant(text: string): { id: bigint; name: string; tag?: string }
   return tag === undefined ? { id: BigInt(id!), name: name! } : { id: BigInt(id!), name: name!, tag };
 }
 
+/** What JSON.stringify escapes in a string: quotes, backslashes, control characters, surrogates. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must be escaped.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** A string as JSON text: most need no escaping, and quoting them is cheaper than JSON.stringify. */
+function writeString(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
 /**
  * JSON text of the values answers are made of (plain objects, arrays, strings, finite numbers,
  * booleans, null and bigint), written directly; `undefined` for anything else (a Date, a class
@@ -45,7 +54,7 @@ function parseNewPlant(text: string): { id: bigint; name: string; tag?: string }
 function writeKnown(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return writeString(value);
     case 'bigint':
       return value.toString();
     case 'number':
@@ -66,12 +75,14 @@ function writeKnown(value: unknown): string | undefined {
       const prototype = Object.getPrototypeOf(value);
       if (prototype !== Object.prototype && prototype !== null) return undefined;
       let text = '{';
-      for (const key of Object.keys(value)) {
+      // for…in over a plain object: its own enumerable keys in Object.keys order, without the array.
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
         const member = (value as Record<string, unknown>)[key];
         if (member === undefined) continue;
         const written = writeKnown(member);
         if (written === undefined) return undefined;
-        text += `${text === '{' ? '' : ','}${JSON.stringify(key)}:${written}`;
+        text += `${text === '{' ? '' : ','}${writeString(key)}:${written}`;
       }
       return `${text}}`;
     }
