@@ -42,6 +42,12 @@ type EventRow = {
 };
 type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
 type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
+type PendingCreate = {
+  plant: NewPlant;
+  outbox: readonly NewDelivery[];
+  resolve(inserted: boolean): void;
+  reject(error: unknown): void;
+};
 
 /** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */
 export const EVENTS_CHANNEL = 'plant_store_events';
@@ -53,36 +59,45 @@ export const EVENTS_CHANNEL = 'plant_store_events';
 const EVENTS_LOCK_KEY = '7234917730117002';
 
 /**
- * Appends an event for each row of `changed`, under the events lock, and NOTIFYs the listeners (at
- * COMMIT; nothing when no row changed). The lock is taken in the join, before any id is drawn.
+ * Appends an event for each row of `changed` (in id order), under the events lock taken in the
+ * join before any id is drawn. The statement's answer NOTIFYs the listeners once, at COMMIT, and
+ * only when a row changed (an initplan runs only when a row is answered).
  */
 function appendEvents(type: StoredEvent['type'], changed: string): string {
   return `
   appended AS (
     INSERT INTO plant_events (type, plant_id, name, tag)
     SELECT '${type}', changed.id, changed.name, changed.tag
-    FROM ${changed} AS changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
+    FROM (SELECT * FROM ${changed} ORDER BY id) AS changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
     RETURNING id
   )
-  SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended`;
+  SELECT ${changed}.id, (SELECT pg_notify('${EVENTS_CHANNEL}', '')) AS notified FROM ${changed}`;
 }
 
 /**
- * One statement, so one transaction: the plant, its event and its deliveries commit together, and a
- * duplicate id (no row from `created`) appends and enqueues nothing. `$4`/`$5`/`$6` are the
- * deliveries' ids, URLs and payloads, one array per column (unnest zips them back into rows).
- * Answers one row when the plant was created.
+ * Group commit: the creates of one batch (see `openPostgresStore`) in one statement, so one
+ * transaction and one durable COMMIT: the plants, their events and their deliveries together.
+ * `$1`–`$3` are the plants' ids, names and tags, one array per column (unnest zips them back into
+ * rows); `$4`–`$7` the deliveries' plant ids, ids, URLs and payloads. A plant whose id exists inserts,
+ * appends and enqueues nothing; the ids answered are the plants inserted. Ids come sorted, so
+ * concurrent batches take row locks in one order (no deadlock).
  */
-const CREATE = `
+const CREATE_BATCH = `
   WITH created AS (
-    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id, name, tag
-  ),
-  enqueued AS (
+    INSERT INTO plants (id, name, tag)
+    SELECT plant.id, plant.name, plant.tag FROM unnest($1::int8[], $2::text[], $3::text[]) AS plant (id, name, tag)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, name, tag
+  ), enqueued AS (
     INSERT INTO webhook_deliveries (id, url, payload)
     SELECT delivery.id, delivery.url, delivery.payload
-    FROM created, unnest($4::text[], $5::text[], $6::text[]) AS delivery (id, url, payload)
+    FROM unnest($4::int8[], $5::text[], $6::text[], $7::text[]) AS delivery (plant_id, id, url, payload)
+    JOIN created ON created.id = delivery.plant_id
   ),
   ${appendEvents('plant.created', 'created')}`;
+
+/** Most creates one batch carries; more wait for the next batch. */
+const MAX_BATCH = 256;
 
 /** The deletion and its event in one statement; one row when the plant existed. */
 const DELETE = `
@@ -186,6 +201,8 @@ const types: pg.CustomTypesConfig = {
 };
 
 const APPLICATION_NAME = 'plant-store-api';
+/** Session settings of every pooled connection (sent at connect). */
+export const DURABLE_SESSION = '-c synchronous_commit=on';
 /** Bound on the migration step (waiting for the lock included); migrations are not on a request path. */
 const MIGRATION_TIMEOUT_MS = 60_000;
 /**
@@ -203,11 +220,12 @@ const MIGRATION_LOCK_KEY = '7234917730117001';
 const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
 /**
- * The shared store for several api instances: PostgreSQL through a `pg` pool. Every create is one
- * autocommit `INSERT … ON CONFLICT (id) DO NOTHING` (with an outbox, one statement that also
- * inserts the plant's deliveries), answered after the server reports the COMMIT
- * (durable with the server's default `synchronous_commit = on`); concurrent creates of one id, from
- * any number of instances, are decided by the primary key: exactly one inserts. Migrations run first.
+ * The shared store for several api instances: PostgreSQL through a `pg` pool. Creates are group
+ * committed: those made together become one autocommit `INSERT … ON CONFLICT (id) DO NOTHING`
+ * statement that also inserts their deliveries, answered after the server reports the COMMIT,
+ * durable because every connection sets `synchronous_commit = on`. Concurrent creates of one id,
+ * from any number of instances, are decided by the primary key: exactly one inserts. Migrations run
+ * first.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
@@ -225,6 +243,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: APPLICATION_NAME,
+    // A create is answered after its COMMIT; with this, that COMMIT returns only once it is
+    // flushed to disk, whatever the server's or the database's default says.
+    options: DURABLE_SESSION,
     types,
   });
   // An idle connection the server closed (restart, failover) is dropped by the pool; its error
@@ -324,6 +345,86 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       };
     },
   };
+
+  // Group commit. The creates made in one turn of the event loop go out together at its end
+  // (setImmediate), as one statement and so one COMMIT; while `poolSize` batches are running,
+  // later creates wait for one of them to end and go out together then. Each create is still
+  // answered on its own: true when its plant was inserted, false when the id existed.
+  let queued: PendingCreate[] = [];
+  /** The ids of `queued`: the same id twice in one statement would be answered as inserted twice. */
+  const queuedIds = new Map<bigint, Promise<boolean>>();
+  let flushScheduled = false;
+  let runningBatches = 0;
+
+  function enqueueCreate(plant: NewPlant, outbox: readonly NewDelivery[]): Promise<boolean> {
+    const earlier = queuedIds.get(plant.id);
+    if (earlier !== undefined) {
+      // Decided once the earlier create of this id has committed (or failed).
+      const again = () => enqueueCreate(plant, outbox);
+      return earlier.then(again, again);
+    }
+    const created = new Promise<boolean>((resolve, reject) => {
+      queued.push({ plant, outbox, resolve, reject });
+    });
+    queuedIds.set(plant.id, created);
+    scheduleFlush();
+    return created;
+  }
+
+  function scheduleFlush(): void {
+    if (flushScheduled || runningBatches >= poolSize || queued.length === 0) return;
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    while (queued.length > 0 && runningBatches < poolSize) {
+      const batch = queued.slice(0, MAX_BATCH);
+      queued = queued.slice(MAX_BATCH);
+      for (const entry of batch) queuedIds.delete(entry.plant.id);
+      runningBatches++;
+      void runBatch(batch).finally(() => {
+        runningBatches--;
+        scheduleFlush();
+      });
+    }
+  }
+
+  async function runBatch(batch: PendingCreate[]): Promise<void> {
+    try {
+      const inserted = await insertBatch(batch);
+      for (const entry of batch) entry.resolve(inserted.has(entry.plant.id));
+    } catch (error) {
+      if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        for (const entry of batch) entry.reject(error);
+        return;
+      }
+      // The server refused one of the plants: each goes again on its own, so only that one fails.
+      await Promise.all(
+        batch.map((entry) =>
+          insertBatch([entry]).then((inserted) => entry.resolve(inserted.has(entry.plant.id)), entry.reject),
+        ),
+      );
+    }
+  }
+
+  async function insertBatch(batch: PendingCreate[]): Promise<Set<bigint>> {
+    const plants = batch.map((entry) => entry.plant).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const deliveries = batch.flatMap((entry) =>
+      entry.outbox.map((delivery) => ({ plantId: entry.plant.id, delivery })),
+    );
+    const { rows } = await query<{ id: bigint }>('plants-create-batch', CREATE_BATCH, [
+      plants.map((plant) => plant.id.toString()),
+      plants.map((plant) => plant.name),
+      plants.map((plant) => plant.tag ?? null),
+      deliveries.map(({ plantId }) => plantId.toString()),
+      deliveries.map(({ delivery }) => delivery.id),
+      deliveries.map(({ delivery }) => delivery.url),
+      deliveries.map(({ delivery }) => delivery.payload),
+    ]);
+    return new Set(rows.map((row) => row.id));
+  }
 
   const deliveries: DeliveryOutbox = {
     claim: ({ url, limit, leaseMs }) =>
@@ -441,17 +542,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   return {
     create: (plant: NewPlant, outbox: readonly NewDelivery[] = []) =>
-      call(async () => {
-        const { rowCount } = await query('plants-create', CREATE, [
-          plant.id.toString(),
-          plant.name,
-          plant.tag ?? null,
-          outbox.map((delivery) => delivery.id),
-          outbox.map((delivery) => delivery.url),
-          outbox.map((delivery) => delivery.payload),
-        ]);
-        return rowCount === 1;
-      }),
+      call(() => enqueueCreate(plant, outbox)),
     delete: (id) =>
       call(async () => {
         const { rowCount } = await query('plants-delete', DELETE, [id.toString()]);
