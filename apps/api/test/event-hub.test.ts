@@ -79,6 +79,23 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     await iterator.return?.(undefined);
   });
 
+  it('prunes old events in bounded batches, remembers how far, and refuses to resume before that (410)', async () => {
+    for (const id of [1n, 2n, 3n]) await store.create({ id, name: 'Fern' });
+    const [, , last] = await store.events.after(0n, 10);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await store.events.prune({ olderThanMs: 0, limit: 2 })).toBe(2);
+    expect(await store.events.prunedThrough()).toBe(last!.id - 1n);
+    expect(await store.events.prune({ olderThanMs: 0, limit: 2 })).toBe(1);
+    expect(await store.events.prunedThrough()).toBe(last!.id);
+    // Pruning everything does not move the head back.
+    expect(await store.events.head()).toBe(last!.id);
+    await expect(hub.open({ tokenName: 'tester', after: 0n })).rejects.toMatchObject({ status: 410 });
+    const resumed = (await hub.open({ tokenName: 'tester', after: last!.id }))[Symbol.asyncIterator]();
+    await store.create({ id: 4n, name: 'Fern' });
+    expect((await take(resumed, 1))[0]).toMatchObject({ id: last!.id + 1n, plant: { id: 4n } });
+    await resumed.return?.(undefined);
+  });
+
   it('ends every stream on close and refuses new ones', async () => {
     const stream = await hub.open({ tokenName: 'tester' });
     hub.close();

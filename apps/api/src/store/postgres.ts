@@ -303,6 +303,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     for (const listener of watchers) listener();
   };
 
+  /** The one value a one-row, one-column statement answers. */
+  const scalar = (name: string, text: string, values: unknown[] = []) =>
+    call(async () => {
+      const { rows } = await query<{ value: bigint }>(name, text, values);
+      return Object.values(rows[0]!)[0] as bigint;
+    });
+
   const events: EventLog = {
     after: (after, limit) =>
       call(async () => {
@@ -314,28 +321,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         return rows.map(toEvent);
       }),
     head: () =>
-      call(async () => {
-        const { rows } = await query<{ head: bigint }>(
-          'events-head',
-          'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) AS head FROM event_log WHERE id = 1',
-          [],
-        );
-        return rows[0]!.head;
-      }),
-    prunedThrough: () =>
-      call(async () => {
-        const { rows } = await query<{ pruned_through: bigint }>(
-          'events-pruned-through',
-          'SELECT pruned_through FROM event_log WHERE id = 1',
-          [],
-        );
-        return rows[0]!.pruned_through;
-      }),
-    prune: ({ olderThanMs, limit }) =>
-      call(async () => {
-        const { rows } = await query<{ n: bigint }>('events-prune', PRUNE_EVENTS, [olderThanMs, limit]);
-        return Number(rows[0]!.n);
-      }),
+      scalar('events-head', 'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) FROM event_log'),
+    prunedThrough: () => scalar('events-pruned-through', 'SELECT pruned_through FROM event_log'),
+    prune: async ({ olderThanMs, limit }) => Number(await scalar('events-prune', PRUNE_EVENTS, [olderThanMs, limit])),
     watch(listener) {
       watchers.add(listener);
       // Every (re)connection wakes the watchers too: what was committed while it was down is read then.
