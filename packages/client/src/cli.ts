@@ -17,7 +17,7 @@ import { exportPlants } from './bulk-export.ts';
 import { type ImportSummary, importPlants } from './bulk-import.ts';
 import { PlantStoreError } from './errors.ts';
 import { FORMATS, type Format, PlantFileError, readPlants } from './plant-file.ts';
-import { progress } from './progress.ts';
+import { type Progress, progress } from './progress.ts';
 import { createRestClient } from './rest.ts';
 import { plantsCreateBatch } from './trpc-batch.ts';
 
@@ -66,11 +66,12 @@ Ids are signed 64-bit integers, kept exact. A negative id needs "=" or "--":
 
 Files: NDJSON has one {"id": 1, "name": "Fern", "tag": "herb"} per line; CSV has a header naming
 its columns (id,name[,tag]), an empty tag field for no tag and "" for the empty tag. The format
-comes from the extension (.ndjson, .jsonl, .csv) unless --format says it. import checks every
-line first (invalid ones are reported with their line number), creates the plants in tRPC
-batches within the token's rate limit (waiting as 429's Retry-After says), counts plants that
-already exist as already present (so a re-run resumes), and ends with a summary on stdout.
-import and export show a progress bar when stderr is a terminal.
+comes from the extension (.ndjson, .jsonl, .csv) unless --format says it. import checks each
+line before sending it (invalid lines are reported on stderr with their line number), creates
+the plants in tRPC batches within the token's rate limit (waiting as 429's Retry-After says),
+counts plants that already exist as already present (so a re-run resumes), and ends with a
+summary on stdout (--json: as JSON). import and export show a progress bar on stderr when it
+is a terminal; export writes the plants to stdout in id order, ids exact.
 
 Exit status: 0 ok, 1 the server answered with an error (import: a line was invalid or failed),
 2 wrong usage (nothing sent), 3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s).
@@ -223,13 +224,13 @@ async function importFile(connection: Connection, values: Values, [file]: string
   }
   let waits = 0;
   let waited = 0;
-  let bar = progress(process.stderr, 'lines');
+  let bar: Progress | undefined;
   const http = backoffFetch({
     timeoutMs: TIMEOUT_MS,
     onWait(seconds) {
       waits++;
       waited += seconds;
-      bar.note(`(rate limited: waiting ${seconds} s)`);
+      bar?.note(`(rate limited: waiting ${seconds} s)`);
     },
   });
   // One cheap call first: a wrong token or URL fails before any line is read, and its answer
@@ -237,11 +238,12 @@ async function importFile(connection: Connection, values: Values, [file]: string
   await createRestClient({ ...connection, fetch: http }).listPlants({ limit: 1 });
   const { batchSize, concurrency } = batching(http.policy);
   const createBatch = plantsCreateBatch({ ...connection, fetch: http });
+  let total: number | undefined;
   if (process.stderr.isTTY && !fromStdin) {
-    let total = 0;
+    total = 0;
     for await (const _ of readPlants(createReadStream(file!), format)) total++;
-    bar = progress(process.stderr, 'lines', total);
   }
+  bar = progress(process.stderr, 'lines', total);
   const input = fromStdin ? process.stdin : createReadStream(file!);
   let summary: ImportSummary;
   try {

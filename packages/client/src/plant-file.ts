@@ -74,7 +74,10 @@ async function* readCsv(input: Readable): AsyncGenerator<Entry> {
       const line = info.lines - (raw.replace(/^[\r\n]+|[\r\n]+$/g, '').match(/\n/g)?.length ?? 0);
       if (info.error) {
         const fields = info.error.record?.length ?? 0;
-        yield { line, problem: `has ${fields} fields; the header names ${info.columns.length}` };
+        yield {
+          line,
+          problem: `has ${fields} field${fields === 1 ? '' : 's'}; the header names ${info.columns.length}`,
+        };
         continue;
       }
       const { id } = record;
