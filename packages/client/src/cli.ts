@@ -223,13 +223,11 @@ async function importFile(connection: Connection, values: Values, [file]: string
     if (!isFile) throw new UsageError(`there is no file "${file}".`);
   }
   let waits = 0;
-  let waited = 0;
   let bar: Progress | undefined;
   const http = backoffFetch({
     timeoutMs: TIMEOUT_MS,
     onWait(seconds) {
       waits++;
-      waited += seconds;
       bar?.note(`(rate limited: waiting ${seconds} s)`);
     },
   });
@@ -263,7 +261,7 @@ async function importFile(connection: Connection, values: Values, [file]: string
   for (const { line, message } of failed) process.stderr.write(`plants: line ${line}: failed: ${message}\n`);
   if (waits > 0) {
     process.stderr.write(
-      `plants: the server's rate limit held the import back ${waits} times (Retry-After, ${waited} s in all).\n`,
+      `plants: the server's rate limit held the import back: ${waits} batches waited as Retry-After said.\n`,
     );
   }
   out.print(

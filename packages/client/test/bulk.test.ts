@@ -184,7 +184,7 @@ describe('plants import', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toBe('120 created, 0 already present, 0 invalid, 0 failed.\n');
     expect(run.stderr).toMatch(
-      /^plants: the server's rate limit held the import back [1-9][0-9]* times \(Retry-After, [1-9][0-9]* s in all\)\.\n$/,
+      /^plants: the server's rate limit held the import back: [1-9][0-9]* batches waited as Retry-After said\.\n$/,
     );
     expect(limited.logs.some((line) => line.includes('"status":429'))).toBe(true);
     expect(Math.max(...batchSizes(limited))).toBe(50);
@@ -286,5 +286,17 @@ describe('plants import and export usage', () => {
       stderr: `plants: ${message}\nRun "plants --help" for usage.\n`,
     });
     expect(api.logs.slice(before).filter((line) => line.includes('"msg":"request"'))).toEqual([]);
+  });
+
+  it('stops at once, before reading the file, when the token is refused', async () => {
+    const path = file('refused.ndjson', '{"id":301,"name":"Fern"}\n');
+    for (const args of [['import', path], ['export']]) {
+      expect(await runPlants(args, { PLANTS_URL: api.url, PLANTS_TOKEN: 'wrong' })).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: 'plants: 401 The bearer token is not valid.\n',
+      });
+    }
+    expect((await stored()).some((plant) => plant.id === 301n)).toBe(false);
   });
 });
