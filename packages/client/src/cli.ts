@@ -12,7 +12,7 @@ import {
   type PlantWithId,
   stringifyJson,
 } from '@plant-store/schema';
-import { backoffFetch, type RateLimitPolicy } from './backoff.ts';
+import { backoffFetch, createBackoff, type RateLimitPolicy } from './backoff.ts';
 import { exportPlants } from './bulk-export.ts';
 import { type ImportSummary, importPlants } from './bulk-import.ts';
 import { PlantStoreError } from './errors.ts';
@@ -224,8 +224,7 @@ async function importFile(connection: Connection, values: Values, [file]: string
   }
   let waits = 0;
   let bar: Progress | undefined;
-  const http = backoffFetch({
-    timeoutMs: TIMEOUT_MS,
+  const backoff = createBackoff({
     onWait(seconds) {
       waits++;
       bar?.note(`(rate limited: waiting ${seconds} s)`);
@@ -233,9 +232,10 @@ async function importFile(connection: Connection, values: Values, [file]: string
   });
   // One cheap call first: a wrong token or URL fails before any line is read, and its answer
   // carries the rate limit that sizes the batches.
-  await createRestClient({ ...connection, fetch: http }).listPlants({ limit: 1 });
-  const { batchSize, concurrency } = batching(http.policy);
-  const createBatch = plantsCreateBatch({ ...connection, fetch: http });
+  const fetch = backoffFetch(backoff, { timeoutMs: TIMEOUT_MS });
+  await createRestClient({ ...connection, fetch }).listPlants({ limit: 1 });
+  const { batchSize, concurrency } = batching(backoff.policy);
+  const createBatch = plantsCreateBatch({ ...connection, backoff, timeoutMs: TIMEOUT_MS });
   let total: number | undefined;
   if (process.stderr.isTTY && !fromStdin) {
     total = 0;
@@ -254,6 +254,7 @@ async function importFile(connection: Connection, values: Values, [file]: string
     });
   } finally {
     bar.stop();
+    createBatch.close();
   }
   const { created, present, invalid, failed } = summary;
   for (const { line, message } of invalid)
@@ -284,7 +285,10 @@ function batching(policy: RateLimitPolicy | undefined): { batchSize: number; con
 
 async function exportAll(connection: Connection, values: Values, _operands: string[], _out: Output) {
   const format = values.format === undefined ? 'ndjson' : parseFormat(values.format);
-  const client = createRestClient({ ...connection, fetch: backoffFetch({ timeoutMs: TIMEOUT_MS }) });
+  const client = createRestClient({
+    ...connection,
+    fetch: backoffFetch(createBackoff(), { timeoutMs: TIMEOUT_MS }),
+  });
   const bar = progress(process.stderr, 'plants');
   try {
     await exportPlants(client, process.stdout, { format, onProgress: (written) => bar.update(written) });
