@@ -16,7 +16,7 @@ import { backoffFetch, createBackoff, type RateLimitPolicy } from './backoff.ts'
 import { exportPlants } from './bulk-export.ts';
 import { type ImportSummary, importPlants } from './bulk-import.ts';
 import { PlantStoreError } from './errors.ts';
-import { FORMATS, type Format, PlantFileError, readPlants } from './plant-file.ts';
+import { countRecords, FORMATS, type Format, PlantFileError, readPlants } from './plant-file.ts';
 import { type Progress, progress } from './progress.ts';
 import { createRestClient } from './rest.ts';
 import { plantsCreateBatch } from './trpc-batch.ts';
@@ -236,12 +236,9 @@ async function importFile(connection: Connection, values: Values, [file]: string
   await createRestClient({ ...connection, fetch }).listPlants({ limit: 1 });
   const { batchSize, concurrency } = batching(backoff.policy);
   const createBatch = plantsCreateBatch({ ...connection, backoff, timeoutMs: TIMEOUT_MS });
-  let total: number | undefined;
-  if (process.stderr.isTTY && !fromStdin) {
-    total = 0;
-    for await (const _ of readPlants(createReadStream(file!), format)) total++;
-  }
-  bar = progress(process.stderr, 'lines', total);
+  const total =
+    process.stderr.isTTY && !fromStdin ? await countRecords(createReadStream(file!), format) : undefined;
+  bar = progress(process.stderr, 'records', total);
   const input = fromStdin ? process.stdin : createReadStream(file!);
   let summary: ImportSummary;
   try {

@@ -32,6 +32,30 @@ export function readPlants(input: Readable, format: Format): AsyncGenerator<Entr
   return format === 'csv' ? readCsv(input) : readNdjson(input);
 }
 
+/**
+ * How many records `readPlants` will yield for this input (for a progress bar's total), read
+ * without checking them: non-blank lines of NDJSON, records after the header of CSV.
+ */
+export async function countRecords(input: Readable, format: Format): Promise<number> {
+  let count = 0;
+  if (format === 'ndjson') {
+    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+      if (line.trim() !== '') count++;
+    }
+    return count;
+  }
+  try {
+    for await (const _ of input.pipe(
+      parseCsv({ bom: true, skip_empty_lines: true, relax_column_count: true }),
+    )) {
+      count++;
+    }
+  } catch {
+    // The import itself reports what is wrong with the file.
+  }
+  return Math.max(0, count - 1);
+}
+
 async function* readNdjson(input: Readable): AsyncGenerator<Entry> {
   let line = 0;
   for await (const text of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {

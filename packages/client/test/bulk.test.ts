@@ -244,7 +244,7 @@ describe('plants export, and a round trip into a fresh store', () => {
       PLANTS_TOKEN: TOKEN,
     });
     expect(shown.code).toBe(0);
-    expect(shown.screen).toContain('100% | 2345/2345 lines | ');
+    expect(shown.screen).toContain('100% | 2345/2345 records | ');
     expect(shown.screen).toMatch(/\| [0-9]+\/s \| .+ left/);
     expect(shown.screen).toContain('2345 created, 0 already present, 0 invalid, 0 failed.');
 
