@@ -176,6 +176,22 @@ describe('plants import', () => {
     });
   });
 
+  it('keeps each batch under the server body limit when names and tags are long', async () => {
+    const target = await freshApi();
+    // About 1 kB a create as JSON: 100 of them would pass the server's 64 KiB and be refused (413).
+    const long = (i: number) => ({ id: BigInt(i), name: '🌿'.repeat(200), tag: 'ü'.repeat(100) });
+    const lines = Array.from({ length: 150 }, (_, i) => stringifyJson(long(i)));
+    const run = await plants(['import', file('long.ndjson', `${lines.join('\n')}\n`)], target.url);
+
+    expect(run).toEqual({
+      code: 0,
+      stdout: '150 created, 0 already present, 0 invalid, 0 failed.\n',
+      stderr: '',
+    });
+    expect(Math.max(...batchSizes(target))).toBeLessThan(100);
+    expect(await stored(target.url)).toStrictEqual(Array.from({ length: 150 }, (_, i) => long(i)));
+  });
+
   it('waits out the rate limit (429, Retry-After) with batches no larger than the limit', async () => {
     const limited = await freshApi({ RATE_LIMIT_MAX: '50', RATE_LIMIT_WINDOW_SECONDS: '1' });
     const lines = Array.from({ length: 120 }, (_, i) => stringifyJson({ id: BigInt(i), name: `P${i}` }));
