@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import superjson from 'superjson';
-import { afterAll, describe, expect, it } from 'vitest';
-import { send } from './support/http.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { send, TOKEN } from './support/http.ts';
 import { type RunningApi, startInProcess } from './support/in-process.ts';
 import { waitForLogs } from './support/logs.ts';
 import { redisAvailable, redisUrl } from './support/redis.ts';
 import { sqliteTestStore, type TestStore, type TestStoreInstance, testStores } from './support/stores.ts';
 
-const ALICE = 'alice-token';
-const BOB = 'bob-token';
+/** API_TOKENS: two tokens, each with its own budget (api-token-1 and api-token-2). */
+const ALICE = 'alice-token-0123456789';
+const BOB = 'bob-token-0123456789';
 const get = (api: RunningApi, token?: string) =>
   send(`${api.url}/plants`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
 
@@ -18,41 +19,48 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-/**
- * The api on a fresh store of `testStore`'s kind, limited to `points` requests per 60 s, with the
- * issued tokens alice (`ALICE`) and bob (`BOB`), their names ending in `suffix`. The limit on failed
- * authentications is off: its own test is auth-failures.test.ts.
- */
-async function start(
-  testStore: TestStore,
-  points: number,
-  { env = {}, suffix = '' }: { env?: Record<string, string>; suffix?: string } = {},
-): Promise<{ api: RunningApi; store: TestStoreInstance }> {
+/** A fresh store of `testStore`'s kind, removed after the file. */
+async function freshStore(testStore: TestStore): Promise<TestStoreInstance> {
   const store = await testStore.setup();
   cleanups.push(() => store.teardown());
+  return store;
+}
+
+/**
+ * The api on `store`, with its own limiter: `points` requests per 60 s, for ALICE and BOB. The
+ * limit on failed authentications is off: its own test is auth-failures.test.ts.
+ */
+async function start(
+  store: TestStoreInstance,
+  points: number,
+  options: Parameters<typeof startInProcess>[0] = {},
+): Promise<RunningApi> {
   const api = await startInProcess({
+    token: `${ALICE},${BOB}`,
+    ...options,
     env: {
       ...store.env,
       RATE_LIMIT_MAX: String(points),
       RATE_LIMIT_WINDOW_SECONDS: '60',
       AUTH_FAILURE_MAX: '0',
-      ...env,
+      ...options.env,
     },
-    tokens: [
-      { name: `alice${suffix}`, secret: ALICE, scopes: ['read', 'write'] },
-      { name: `bob${suffix}`, secret: BOB, scopes: ['read', 'write'] },
-    ],
   });
   cleanups.push(async () => {
     await api.stop();
     api.cleanup();
   });
-  return { api, store };
+  return api;
 }
 
 describe.each(testStores())('rate limiting in memory on $name', (testStore) => {
+  let store: TestStoreInstance;
+  beforeAll(async () => {
+    store = await freshStore(testStore);
+  });
+
   it('answers 429 with an Error body, Retry-After and RateLimit headers past the limit, per token', async () => {
-    const { api } = await start(testStore, 3);
+    const api = await start(store, 3);
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await get(api, ALICE));
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
@@ -75,7 +83,7 @@ describe.each(testStores())('rate limiting in memory on $name', (testStore) => {
   });
 
   it('limits requests without a valid token by client address', async () => {
-    const { api } = await start(testStore, 3);
+    const api = await start(store, 3);
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push((await get(api, 'wrong')).status);
     expect(statuses).toEqual([401, 401, 401, 429]);
@@ -83,7 +91,7 @@ describe.each(testStores())('rate limiting in memory on $name', (testStore) => {
   });
 
   it('limits /metrics like any route that checks a token', async () => {
-    const { api } = await start(testStore, 3);
+    const api = await start(store, 3);
     const scrape = (token: string) =>
       send(`${api.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     const statuses = [];
@@ -95,11 +103,11 @@ describe.each(testStores())('rate limiting in memory on $name', (testStore) => {
   });
 
   it('limits creates before storing anything', async () => {
-    const { api, store } = await start(testStore, 3);
+    const api = await start(store, 3);
     const post = (id: number) =>
       send(`${api.url}/plants`, {
         method: 'POST',
-        headers: { authorization: 'Bearer alice-token', 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
         body: `{"id":${id},"name":"Fern"}`,
       });
     const statuses = [];
@@ -125,7 +133,8 @@ describe.each(testStores())('rate limiting of tRPC batches on $name', (testStore
     JSON.stringify(Object.fromEntries(ids.map((id, i) => [i, superjson.serialize({ id, name: 'Fern' })])));
 
   it('counts every call of a batch, and answers 429 to a batch larger than the points left, storing nothing', async () => {
-    const { api, store } = await start(testStore, 5);
+    const store = await freshStore(testStore);
+    const api = await start(store, 5);
     const paths = ['plants.create', 'plants.create', 'plants.create'];
     const first = await trpc(api, ALICE, paths, { body: creates([1n, 2n, 3n]) });
     expect(first.status).toBe(200);
@@ -160,7 +169,12 @@ describe.runIf(redisAvailable())('rate limiting in Redis', () => {
     // run's for up to a window.
     const suffix = `-${randomUUID()}`;
     const startShared = async () => {
-      const { api } = await start(sqliteTestStore, 3, { env: { REDIS_URL: redisUrl }, suffix });
+      const api = await start(await freshStore(sqliteTestStore), 3, {
+        // ALICE only as an issued token: its counters are then keyed by the name above.
+        token: TOKEN,
+        env: { REDIS_URL: redisUrl },
+        tokens: [{ name: `alice${suffix}`, secret: ALICE, scopes: ['read'] }],
+      });
       // The limiter uses Redis only once the client is ready (memory until then).
       await waitForLogs(api, 'rate limits use redis: counters are shared by every instance');
       return api;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newTokenSecret, tokenDigest } from '../src/auth.ts';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { startApiProcess } from './support/api-process.ts';
 import { errorBody, send, TOKEN } from './support/http.ts';
 import { type RunningApi, startInProcess } from './support/in-process.ts';
 import {
