@@ -2,9 +2,13 @@ import type { NewPlant } from '@plant-store/schema';
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
 import {
+  type ClaimOutcome,
   type Delivery,
   type DeliveryOutbox,
   type FailedDelivery,
+  type IdempotencyKeyStore,
+  KeyClaimLostError,
+  type KeyedAnswer,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
@@ -112,6 +116,44 @@ function pageQuery(where: string): string {
     ORDER BY id`;
 }
 
+/**
+ * Takes an Idempotency-Key (see `IdempotencyKeyStore.claim`): a row is inserted, or an expired or
+ * stale one taken over, and `claim` comes back; nothing comes back when another request holds it.
+ * Concurrent claims of one key, from any instance, are decided by the primary key: ON CONFLICT
+ * waits for the other claim's commit and then re-checks the row.
+ */
+const CLAIM_KEY = `
+  INSERT INTO idempotency_keys (token_name, key, fingerprint, claim) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (token_name, key) DO UPDATE
+    SET fingerprint = excluded.fingerprint, claim = excluded.claim, claimed_at = now(), status = NULL, body = NULL
+    WHERE idempotency_keys.claimed_at < now() - $6::bigint * interval '1 millisecond'
+       OR (idempotency_keys.status IS NULL
+           AND idempotency_keys.claimed_at < now() - $5::bigint * interval '1 millisecond'
+           AND idempotency_keys.fingerprint = excluded.fingerprint)
+  RETURNING claim`;
+
+/**
+ * The first statement of a keyed create or delete: stores the answer, and locks the key's row,
+ * only while this request holds the key (a claim taking it over waits for this transaction, then
+ * finds it completed). No row: the key was taken over, and the transaction is rolled back.
+ */
+const COMPLETE_KEY = `
+  UPDATE idempotency_keys SET status = $4, body = $5
+  WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL`;
+
+/** Oldest first, at most `$2` keys; keys another instance is pruning right now are left to it. */
+const PRUNE_KEYS = `
+  DELETE FROM idempotency_keys WHERE (token_name, key) IN (
+    SELECT token_name, key FROM idempotency_keys
+    WHERE claimed_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY claimed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )`;
+
+/** A plant on its own, as a keyed create inserts it (in its transaction). */
+const INSERT_PLANT = 'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING';
+
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
@@ -201,6 +243,102 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       throw error;
     }
   }
+
+  type Run = (name: string, text: string, values: unknown[]) => Promise<pg.QueryResult>;
+
+  /**
+   * Runs `work` in one transaction on one pooled connection, bounded as a `query` is: committed
+   * when it returns `commit: true`, else rolled back.
+   */
+  async function transaction<T>(work: (run: Run) => Promise<{ commit: boolean; result: T }>): Promise<T> {
+    const deadline = performance.now() + timeoutMs;
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (cause) {
+      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
+    }
+    const run: Run = (name, text, values) =>
+      client.query({
+        name,
+        text,
+        values,
+        query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
+      } as pg.QueryConfig);
+    try {
+      await run('begin', 'BEGIN', []);
+      const { commit, result } = await work(run);
+      await run(commit ? 'commit' : 'rollback', commit ? 'COMMIT' : 'ROLLBACK', []);
+      client.release();
+      return result;
+    } catch (cause) {
+      const error = toStoreError(cause);
+      if (error instanceof StoreUnavailableError) client.release(error);
+      else {
+        await client.query('ROLLBACK').catch(() => {});
+        client.release();
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A create or delete carrying an Idempotency-Key: the answer is stored first (which fails when
+   * the key was taken over), then the change is made; both commit only when the change was made.
+   */
+  async function keyed(answer: KeyedAnswer, change: (run: Run) => Promise<boolean>): Promise<boolean> {
+    const { tokenName, key, claim, status, body } = answer;
+    const outcome = await transaction<boolean | 'lost'>(async (run) => {
+      const held = await run('keys-complete', COMPLETE_KEY, [tokenName, key, claim, status, body]);
+      if (held.rowCount !== 1) return { commit: false, result: 'lost' as const };
+      const changed = await change(run);
+      return { commit: changed, result: changed };
+    });
+    if (outcome === 'lost') throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    return outcome;
+  }
+
+  const idempotencyKeys: IdempotencyKeyStore = {
+    claim: ({ tokenName, key, fingerprint, claim, inFlightMs, ttlMs }) =>
+      call(async () => {
+        // A holder may free the key between the two statements: then claim again.
+        for (;;) {
+          const taken = await query('keys-claim', CLAIM_KEY, [
+            tokenName,
+            key,
+            fingerprint,
+            claim,
+            inFlightMs,
+            ttlMs,
+          ]);
+          if (taken.rowCount === 1) return { state: 'claimed' } satisfies ClaimOutcome;
+          const { rows } = await query<{ fingerprint: string; status: number | null; body: string | null }>(
+            'keys-read',
+            'SELECT fingerprint, status, body FROM idempotency_keys WHERE token_name = $1 AND key = $2',
+            [tokenName, key],
+          );
+          const row = rows[0];
+          if (row === undefined) continue;
+          return row.status === null
+            ? ({ state: 'in_flight', fingerprint: row.fingerprint } satisfies ClaimOutcome)
+            : ({
+                state: 'completed',
+                fingerprint: row.fingerprint,
+                answer: { status: row.status, body: row.body },
+              } satisfies ClaimOutcome);
+        }
+      }),
+    release: ({ tokenName, key, claim }) =>
+      call(async () => {
+        await query(
+          'keys-release',
+          'DELETE FROM idempotency_keys WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL',
+          [tokenName, key, claim],
+        );
+      }),
+    prune: ({ olderThanMs, limit }) =>
+      call(async () => (await query('keys-prune', PRUNE_KEYS, [olderThanMs, limit])).rowCount ?? 0),
+  };
 
   function call<T>(operation: () => Promise<T>): Promise<T> {
     if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
@@ -326,8 +464,28 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   };
 
   return {
-    create: (plant: NewPlant, outbox: readonly NewDelivery[] = []) =>
+    create: (plant: NewPlant, outbox: readonly NewDelivery[] = [], answer?: KeyedAnswer) =>
       call(async () => {
+        if (answer) {
+          return keyed(answer, async (run) => {
+            const { rowCount } =
+              outbox.length > 0
+                ? await run('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
+                    plant.id.toString(),
+                    plant.name,
+                    plant.tag ?? null,
+                    outbox.map((delivery) => delivery.id),
+                    outbox.map((delivery) => delivery.url),
+                    outbox.map((delivery) => delivery.payload),
+                  ])
+                : await run('plants-insert-keyed', INSERT_PLANT, [
+                    plant.id.toString(),
+                    plant.name,
+                    plant.tag ?? null,
+                  ]);
+            return rowCount === Math.max(outbox.length, 1);
+          });
+        }
         if (outbox.length > 0) {
           const { rowCount } = await query('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
             plant.id.toString(),
@@ -346,8 +504,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         );
         return rowCount === 1;
       }),
-    delete: (id) =>
+    delete: (id, answer) =>
       call(async () => {
+        if (answer) {
+          return keyed(answer, async (run) => {
+            const { rowCount } = await run('plants-delete', 'DELETE FROM plants WHERE id = $1', [id.toString()]);
+            return rowCount === 1;
+          });
+        }
         const { rowCount } = await query('plants-delete', 'DELETE FROM plants WHERE id = $1', [
           id.toString(),
         ]);
@@ -381,6 +545,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     failed: new Promise<Error>(() => {}),
     deliveries,
     tokens,
+    idempotencyKeys,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.
