@@ -14,6 +14,8 @@ export type RequestScope = {
   calls: number;
   /** The request's `Idempotency-Key` header, as sent; `undefined` without one. */
   idempotencyKey?: string;
+  /** Marks the answer as the stored answer of an earlier request: `Idempotent-Replayed: true`. */
+  markReplayed?(): void;
   /** Runs `done` once the answer has been sent or the connection has closed. */
   onAnswered(done: () => void): void;
 };

@@ -124,7 +124,9 @@ function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
     const key = parseIdempotencyKey(header);
     const policy = ctx.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
     const result = await runWithKey(operation as AnyOperation, ctx, input, key, policy);
-    return ('replay' in result ? replayedOutput(result.replay) : result.output) as O;
+    if (!('replay' in result)) return result.output as O;
+    ctx.request.markReplayed?.();
+    return replayedOutput(result.replay) as O;
   });
 }
 

@@ -308,7 +308,11 @@ describe.each(testStores())('Idempotency-Key on $name', (testStore) => {
       status: 200,
       replayed: 'true',
     });
-    expect((await trpc('plants.create', input, { 'idempotency-key': key })).json).toStrictEqual(first.json);
+    const replayed = await trpc('plants.create', input, { 'idempotency-key': key });
+    expect({ json: replayed.json, replayed: replayed.headers.get(REPLAYED) }).toStrictEqual({
+      json: first.json,
+      replayed: 'true',
+    });
     const other = await trpc(
       'plants.create',
       '{"json":{"id":"13","name":"Fern"},"meta":{"values":{"id":["bigint"]}}}',

@@ -8,6 +8,7 @@ export function requestScope(ctx: Context, calls: number): RequestScope {
   return {
     calls,
     ...(typeof idempotencyKey === 'string' && { idempotencyKey }),
+    markReplayed: () => ctx.set('Idempotent-Replayed', 'true'),
     // A client may have hung up before the call began: 'close' would then never come again.
     onAnswered: (done) => (ctx.res.closed ? done() : ctx.res.once('close', done)),
   };

@@ -83,7 +83,7 @@ export function restAdapter(
       const result = await runWithKey(route.operation, context, parsed.data, key, deps.idempotency);
       if ('replay' in result) {
         ctx.status = result.replay.status;
-        ctx.set('Idempotent-Replayed', 'true');
+        request.markReplayed?.();
         if (result.replay.body !== null) {
           ctx.type = 'application/json';
           ctx.body = result.replay.body;
