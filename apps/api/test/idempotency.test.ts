@@ -2,8 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { configuredTokenName } from '../src/auth.ts';
+import { loadConfig } from '../src/config.ts';
 import { fingerprintOf } from '../src/idempotency.ts';
 import { createPlant } from '../src/operations/plants.ts';
+import { openStore } from '../src/store/open-store.ts';
+import { KeyClaimLostError } from '../src/store/store.ts';
 import { apiOnStore } from './support/api-on-store.ts';
 import { type ApiProcess, startApiProcess } from './support/api-process.ts';
 import { type Answer, errorBody, JSON_HEADERS, send, TOKEN } from './support/http.ts';
@@ -489,3 +492,58 @@ describe.skipIf(!postgresAvailable())(
     });
   },
 );
+
+describe.each(testStores())('the $name store keeps one change per key', (testStore) => {
+  it('commits a keyed change only while its request holds the key, and frees only its own claim', async () => {
+    const instance = await testStore.setup();
+    const store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+    try {
+      const policy = { inFlightMs: 200, ttlMs: 60_000 };
+      const key = { tokenName: 'a', key: 'k' };
+      const slow = { ...key, claim: 'slow' };
+      const fast = { ...key, claim: 'fast' };
+      expect(await store.idempotencyKeys.claim({ ...slow, fingerprint: 'f', ...policy })).toStrictEqual({
+        state: 'claimed',
+      });
+      expect(await store.idempotencyKeys.claim({ ...fast, fingerprint: 'f', ...policy })).toStrictEqual({
+        state: 'in_flight',
+        fingerprint: 'f',
+      });
+      // The first request stalls past the in-flight bound: a repeat takes the key over.
+      await sleep(300);
+      expect(await store.idempotencyKeys.claim({ ...fast, fingerprint: 'other', ...policy })).toStrictEqual({
+        state: 'in_flight',
+        fingerprint: 'f',
+      });
+      expect(await store.idempotencyKeys.claim({ ...fast, fingerprint: 'f', ...policy })).toStrictEqual({
+        state: 'claimed',
+      });
+      // The stalled request comes back: its change is refused, and it cannot free the key it lost.
+      const answer = (claim: typeof slow) => ({ ...claim, status: 200, body: '{"name":"Fern"}' });
+      await expect(store.create({ id: 1n, name: 'Fern' }, [], answer(slow))).rejects.toBeInstanceOf(
+        KeyClaimLostError,
+      );
+      await store.idempotencyKeys.release(slow);
+      expect(await store.get(1n)).toBeUndefined();
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], answer(fast))).toBe(true);
+      expect(await store.idempotencyKeys.claim({ ...slow, fingerprint: 'f', ...policy })).toStrictEqual({
+        state: 'completed',
+        fingerprint: 'f',
+        answer: { status: 200, body: '{"name":"Fern"}' },
+      });
+      // A completed key is never freed, nor taken over before it expires.
+      await store.idempotencyKeys.release(fast);
+      await sleep(300);
+      expect((await store.idempotencyKeys.claim({ ...slow, fingerprint: 'f', ...policy })).state).toBe(
+        'completed',
+      );
+      await expect(store.delete(1n, answer(slow))).rejects.toBeInstanceOf(KeyClaimLostError);
+      expect(await store.get(1n)).toStrictEqual({ id: 1n, name: 'Fern' });
+      expect(await store.idempotencyKeys.prune({ olderThanMs: 0, limit: 10 })).toBe(1);
+      expect(await store.idempotencyKeys.prune({ olderThanMs: 0, limit: 10 })).toBe(0);
+    } finally {
+      await store.close();
+      await instance.teardown();
+    }
+  });
+});
