@@ -494,6 +494,45 @@ describe.skipIf(!postgresAvailable())(
 );
 
 describe.each(testStores())('the $name store keeps one change per key', (testStore) => {
+  it("enqueues a keyed create's webhook deliveries with it, and none for a duplicate id", async () => {
+    const instance = await testStore.setup();
+    const store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+    try {
+      const policy = { inFlightMs: 10_000, ttlMs: 60_000 };
+      const delivery = (id: string) => ({ id, url: 'http://127.0.0.1:9/hook', payload: '{"id":5}' });
+      for (const claim of ['first', 'second']) {
+        expect(
+          (
+            await store.idempotencyKeys.claim({
+              tokenName: 'a',
+              key: claim,
+              claim,
+              fingerprint: 'f',
+              ...policy,
+            })
+          ).state,
+        ).toBe('claimed');
+      }
+      const answer = (claim: string) => ({ tokenName: 'a', key: claim, claim, status: 200, body: '{}' });
+      expect(await store.create({ id: 5n, name: 'Fern' }, [delivery('msg_1')], answer('first'))).toBe(true);
+      expect(await store.create({ id: 5n, name: 'Fern' }, [delivery('msg_2')], answer('second'))).toBe(false);
+      expect((await instance.deliveries()).map((row) => row.id)).toStrictEqual(['msg_1']);
+      // The duplicate stored no answer: its key is still in flight, for its request to free.
+      expect(
+        await store.idempotencyKeys.claim({
+          tokenName: 'a',
+          key: 'second',
+          claim: 'x',
+          fingerprint: 'f',
+          ...policy,
+        }),
+      ).toStrictEqual({ state: 'in_flight', fingerprint: 'f' });
+    } finally {
+      await store.close();
+      await instance.teardown();
+    }
+  });
+
   it('commits a keyed change only while its request holds the key, and frees only its own claim', async () => {
     const instance = await testStore.setup();
     const store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);

@@ -133,13 +133,41 @@ const CLAIM_KEY = `
   RETURNING claim`;
 
 /**
- * The first statement of a keyed create or delete: stores the answer, and locks the key's row,
- * only while this request holds the key (a claim taking it over waits for this transaction, then
- * finds it completed). No row: the key was taken over, and the transaction is rolled back.
+ * A create or delete carrying an Idempotency-Key, in one statement (so one transaction): `held`
+ * locks the key's row while this request holds it (`$3`), the change is made only then, and its
+ * answer (`$4`, `$5`) is stored only when it was made. A claim taking the key over concurrently
+ * either waits for this statement and then finds the key completed, or commits first, and then
+ * `held` re-reads the row, finds another claim and nothing changes. `$1`/`$2` are the key.
  */
-const COMPLETE_KEY = `
-  UPDATE idempotency_keys SET status = $4, body = $5
-  WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL`;
+function keyedChange(change: string): string {
+  return `
+    WITH held AS (
+      SELECT 1 FROM idempotency_keys WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL
+      FOR UPDATE
+    ),
+    ${change},
+    answered AS (
+      UPDATE idempotency_keys SET status = $4::integer, body = $5::text
+      WHERE token_name = $1 AND key = $2 AND EXISTS (SELECT 1 FROM changed)
+    )
+    SELECT (SELECT count(*) FROM held) AS held, (SELECT count(*) FROM changed) AS changed`;
+}
+
+/** `$6`–`$8` the plant; `$9`–`$11` its deliveries, one array per column, as in `CREATE_WITH_DELIVERIES`. */
+const KEYED_CREATE = keyedChange(`
+    changed AS (
+      INSERT INTO plants (id, name, tag) SELECT $6::bigint, $7::text, $8::text FROM held
+      ON CONFLICT (id) DO NOTHING RETURNING id
+    ),
+    enqueued AS (
+      INSERT INTO webhook_deliveries (id, url, payload)
+      SELECT delivery.id, delivery.url, delivery.payload
+      FROM changed, unnest($9::text[], $10::text[], $11::text[]) AS delivery (id, url, payload)
+    )`);
+
+/** `$6` the id. */
+const KEYED_DELETE = keyedChange(`
+    changed AS (DELETE FROM plants WHERE id = $6::bigint AND EXISTS (SELECT 1 FROM held) RETURNING id)`);
 
 /** Oldest first, at most `$2` keys; keys another instance is pruning right now are left to it. */
 const PRUNE_KEYS = `
@@ -150,9 +178,6 @@ const PRUNE_KEYS = `
     LIMIT $2
     FOR UPDATE SKIP LOCKED
   )`;
-
-/** A plant on its own, as a keyed create inserts it (in its transaction). */
-const INSERT_PLANT = 'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING';
 
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
@@ -244,58 +269,25 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     }
   }
 
-  type Run = (name: string, text: string, values: unknown[]) => Promise<pg.QueryResult>;
-
   /**
-   * Runs `work` in one transaction on one pooled connection, bounded as a `query` is: committed
-   * when it returns `commit: true`, else rolled back.
+   * A create or delete carrying an Idempotency-Key, as one statement (`KEYED_CREATE`,
+   * `KEYED_DELETE`): rejects with `KeyClaimLostError`, having changed nothing, when the request no
+   * longer holds the key.
    */
-  async function transaction<T>(work: (run: Run) => Promise<{ commit: boolean; result: T }>): Promise<T> {
-    const deadline = performance.now() + timeoutMs;
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (cause) {
-      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
-    }
-    const run: Run = (name, text, values) =>
-      client.query({
-        name,
-        text,
-        values,
-        query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
-      } as pg.QueryConfig);
-    try {
-      await run('begin', 'BEGIN', []);
-      const { commit, result } = await work(run);
-      await run(commit ? 'commit' : 'rollback', commit ? 'COMMIT' : 'ROLLBACK', []);
-      client.release();
-      return result;
-    } catch (cause) {
-      const error = toStoreError(cause);
-      if (error instanceof StoreUnavailableError) client.release(error);
-      else {
-        await client.query('ROLLBACK').catch(() => {});
-        client.release();
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * A create or delete carrying an Idempotency-Key: the answer is stored first (which fails when
-   * the key was taken over), then the change is made; both commit only when the change was made.
-   */
-  async function keyed(answer: KeyedAnswer, change: (run: Run) => Promise<boolean>): Promise<boolean> {
+  async function keyed(name: string, text: string, answer: KeyedAnswer, values: unknown[]): Promise<boolean> {
     const { tokenName, key, claim, status, body } = answer;
-    const outcome = await transaction<boolean | 'lost'>(async (run) => {
-      const held = await run('keys-complete', COMPLETE_KEY, [tokenName, key, claim, status, body]);
-      if (held.rowCount !== 1) return { commit: false, result: 'lost' as const };
-      const changed = await change(run);
-      return { commit: changed, result: changed };
-    });
-    if (outcome === 'lost') throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
-    return outcome;
+    const { rows } = await query<{ held: bigint; changed: bigint }>(name, text, [
+      tokenName,
+      key,
+      claim,
+      status,
+      body,
+      ...values,
+    ]);
+    if (Number(rows[0]!.held) === 0) {
+      throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    }
+    return Number(rows[0]!.changed) === 1;
   }
 
   const idempotencyKeys: IdempotencyKeyStore = {
@@ -467,24 +459,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     create: (plant: NewPlant, outbox: readonly NewDelivery[] = [], answer?: KeyedAnswer) =>
       call(async () => {
         if (answer) {
-          return keyed(answer, async (run) => {
-            const { rowCount } =
-              outbox.length > 0
-                ? await run('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
-                    plant.id.toString(),
-                    plant.name,
-                    plant.tag ?? null,
-                    outbox.map((delivery) => delivery.id),
-                    outbox.map((delivery) => delivery.url),
-                    outbox.map((delivery) => delivery.payload),
-                  ])
-                : await run('plants-insert-keyed', INSERT_PLANT, [
-                    plant.id.toString(),
-                    plant.name,
-                    plant.tag ?? null,
-                  ]);
-            return rowCount === Math.max(outbox.length, 1);
-          });
+          return keyed('plants-insert-keyed', KEYED_CREATE, answer, [
+            plant.id.toString(),
+            plant.name,
+            plant.tag ?? null,
+            outbox.map((delivery) => delivery.id),
+            outbox.map((delivery) => delivery.url),
+            outbox.map((delivery) => delivery.payload),
+          ]);
         }
         if (outbox.length > 0) {
           const { rowCount } = await query('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
@@ -506,12 +488,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
     delete: (id, answer) =>
       call(async () => {
-        if (answer) {
-          return keyed(answer, async (run) => {
-            const { rowCount } = await run('plants-delete', 'DELETE FROM plants WHERE id = $1', [id.toString()]);
-            return rowCount === 1;
-          });
-        }
+        if (answer) return keyed('plants-delete-keyed', KEYED_DELETE, answer, [id.toString()]);
         const { rowCount } = await query('plants-delete', 'DELETE FROM plants WHERE id = $1', [
           id.toString(),
         ]);
