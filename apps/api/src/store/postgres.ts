@@ -35,19 +35,36 @@ type Row = { id: bigint; name: string; tag: string | null };
 type PageRow = Row & { candidates: bigint };
 type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
 type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
+type PendingCreate = {
+  plant: NewPlant;
+  outbox: readonly NewDelivery[];
+  resolve(inserted: boolean): void;
+  reject(error: unknown): void;
+};
 
 /**
- * One statement, so one transaction: the plant and its deliveries commit together, and a duplicate
- * id (no row from `created`) enqueues nothing. `$4`/`$5`/`$6` are the deliveries' ids, URLs and
- * payloads, one array per column (unnest zips them back into rows).
+ * Group commit: the creates of one batch (see `openPostgresStore`) in one statement, so one
+ * transaction and one durable COMMIT. `$1`–`$3` are the plants' ids, names and tags, one array per
+ * column (unnest zips them back into rows); `$4`–`$7` the deliveries' plant ids, ids, URLs and
+ * payloads. A plant whose id exists inserts nothing and enqueues nothing; the ids answered are the
+ * plants inserted. Ids come sorted, so concurrent batches take row locks in one order (no deadlock).
  */
-const CREATE_WITH_DELIVERIES = `
+const CREATE_BATCH = `
   WITH created AS (
-    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id
+    INSERT INTO plants (id, name, tag)
+    SELECT plant.id, plant.name, plant.tag FROM unnest($1::int8[], $2::text[], $3::text[]) AS plant (id, name, tag)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+  ), enqueued AS (
+    INSERT INTO webhook_deliveries (id, url, payload)
+    SELECT delivery.id, delivery.url, delivery.payload
+    FROM unnest($4::int8[], $5::text[], $6::text[], $7::text[]) AS delivery (plant_id, id, url, payload)
+    JOIN created ON created.id = delivery.plant_id
   )
-  INSERT INTO webhook_deliveries (id, url, payload)
-  SELECT delivery.id, delivery.url, delivery.payload
-  FROM created, unnest($4::text[], $5::text[], $6::text[]) AS delivery (id, url, payload)`;
+  SELECT id FROM created`;
+
+/** Most creates one batch carries; more wait for the next batch. */
+const MAX_BATCH = 256;
 
 /**
  * SKIP LOCKED passes over rows another claim is taking right now; pushing `next_attempt_at` to the
@@ -153,7 +170,7 @@ function keyedChange(change: string): string {
     SELECT (SELECT count(*) FROM held) AS held, (SELECT count(*) FROM changed) AS changed`;
 }
 
-/** `$6`–`$8` the plant; `$9`–`$11` its deliveries, one array per column, as in `CREATE_WITH_DELIVERIES`. */
+/** `$6`–`$8` the plant; `$9`–`$11` its deliveries' ids, URLs and payloads, one array per column. */
 const KEYED_CREATE = keyedChange(`
     changed AS (
       INSERT INTO plants (id, name, tag) SELECT $6::bigint, $7::text, $8::text FROM held
@@ -189,6 +206,8 @@ const types: pg.CustomTypesConfig = {
 };
 
 const APPLICATION_NAME = 'plant-store-api';
+/** Session settings of every pooled connection (sent at connect). */
+export const DURABLE_SESSION = '-c synchronous_commit=on';
 /** Bound on the migration step (waiting for the lock included); migrations are not on a request path. */
 const MIGRATION_TIMEOUT_MS = 60_000;
 /**
@@ -206,11 +225,12 @@ const MIGRATION_LOCK_KEY = '7234917730117001';
 const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
 /**
- * The shared store for several api instances: PostgreSQL through a `pg` pool. Every create is one
- * autocommit `INSERT … ON CONFLICT (id) DO NOTHING` (with an outbox, one statement that also
- * inserts the plant's deliveries), answered after the server reports the COMMIT
- * (durable with the server's default `synchronous_commit = on`); concurrent creates of one id, from
- * any number of instances, are decided by the primary key: exactly one inserts. Migrations run first.
+ * The shared store for several api instances: PostgreSQL through a `pg` pool. Creates are group
+ * committed: those made together become one autocommit `INSERT … ON CONFLICT (id) DO NOTHING`
+ * statement that also inserts their deliveries, answered after the server reports the COMMIT,
+ * durable because every connection sets `synchronous_commit = on`. Concurrent creates of one id,
+ * from any number of instances, are decided by the primary key: exactly one inserts. Migrations run
+ * first.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
@@ -228,6 +248,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: APPLICATION_NAME,
+    // A create is answered after its COMMIT; with this, that COMMIT returns only once it is
+    // flushed to disk, whatever the server's or the database's default says.
+    options: DURABLE_SESSION,
     types,
   });
   // An idle connection the server closed (restart, failover) is dropped by the pool; its error
@@ -339,6 +362,86 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     const forget = () => inFlight.delete(running);
     running.then(forget, forget);
     return running;
+  }
+
+  // Group commit. The creates made in one turn of the event loop go out together at its end
+  // (setImmediate), as one statement and so one COMMIT; while `poolSize` batches are running,
+  // later creates wait for one of them to end and go out together then. Each create is still
+  // answered on its own: true when its plant was inserted, false when the id existed.
+  let queued: PendingCreate[] = [];
+  /** The ids of `queued`: the same id twice in one statement would be answered as inserted twice. */
+  const queuedIds = new Map<bigint, Promise<boolean>>();
+  let flushScheduled = false;
+  let runningBatches = 0;
+
+  function enqueueCreate(plant: NewPlant, outbox: readonly NewDelivery[]): Promise<boolean> {
+    const earlier = queuedIds.get(plant.id);
+    if (earlier !== undefined) {
+      // Decided once the earlier create of this id has committed (or failed).
+      const again = () => enqueueCreate(plant, outbox);
+      return earlier.then(again, again);
+    }
+    const created = new Promise<boolean>((resolve, reject) => {
+      queued.push({ plant, outbox, resolve, reject });
+    });
+    queuedIds.set(plant.id, created);
+    scheduleFlush();
+    return created;
+  }
+
+  function scheduleFlush(): void {
+    if (flushScheduled || runningBatches >= poolSize || queued.length === 0) return;
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    while (queued.length > 0 && runningBatches < poolSize) {
+      const batch = queued.slice(0, MAX_BATCH);
+      queued = queued.slice(MAX_BATCH);
+      for (const entry of batch) queuedIds.delete(entry.plant.id);
+      runningBatches++;
+      void runBatch(batch).finally(() => {
+        runningBatches--;
+        scheduleFlush();
+      });
+    }
+  }
+
+  async function runBatch(batch: PendingCreate[]): Promise<void> {
+    try {
+      const inserted = await insertBatch(batch);
+      for (const entry of batch) entry.resolve(inserted.has(entry.plant.id));
+    } catch (error) {
+      if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        for (const entry of batch) entry.reject(error);
+        return;
+      }
+      // The server refused one of the plants: each goes again on its own, so only that one fails.
+      await Promise.all(
+        batch.map((entry) =>
+          insertBatch([entry]).then((inserted) => entry.resolve(inserted.has(entry.plant.id)), entry.reject),
+        ),
+      );
+    }
+  }
+
+  async function insertBatch(batch: PendingCreate[]): Promise<Set<bigint>> {
+    const plants = batch.map((entry) => entry.plant).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const deliveries = batch.flatMap((entry) =>
+      entry.outbox.map((delivery) => ({ plantId: entry.plant.id, delivery })),
+    );
+    const { rows } = await query<{ id: bigint }>('plants-create-batch', CREATE_BATCH, [
+      plants.map((plant) => plant.id.toString()),
+      plants.map((plant) => plant.name),
+      plants.map((plant) => plant.tag ?? null),
+      deliveries.map(({ plantId }) => plantId.toString()),
+      deliveries.map(({ delivery }) => delivery.id),
+      deliveries.map(({ delivery }) => delivery.url),
+      deliveries.map(({ delivery }) => delivery.payload),
+    ]);
+    return new Set(rows.map((row) => row.id));
   }
 
   const deliveries: DeliveryOutbox = {
@@ -457,35 +560,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   return {
     create: (plant: NewPlant, outbox: readonly NewDelivery[] = [], answer?: KeyedAnswer) =>
-      call(async () => {
-        if (answer) {
-          return keyed('plants-insert-keyed', KEYED_CREATE, answer, [
-            plant.id.toString(),
-            plant.name,
-            plant.tag ?? null,
-            outbox.map((delivery) => delivery.id),
-            outbox.map((delivery) => delivery.url),
-            outbox.map((delivery) => delivery.payload),
-          ]);
-        }
-        if (outbox.length > 0) {
-          const { rowCount } = await query('plants-insert-with-deliveries', CREATE_WITH_DELIVERIES, [
-            plant.id.toString(),
-            plant.name,
-            plant.tag ?? null,
-            outbox.map((delivery) => delivery.id),
-            outbox.map((delivery) => delivery.url),
-            outbox.map((delivery) => delivery.payload),
-          ]);
-          return rowCount === outbox.length;
-        }
-        const { rowCount } = await query(
-          'plants-insert',
-          'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
-          [plant.id.toString(), plant.name, plant.tag ?? null],
-        );
-        return rowCount === 1;
-      }),
+      call(() =>
+        // A keyed create goes on its own: its statement also checks and completes its key.
+        answer
+          ? keyed('plants-insert-keyed', KEYED_CREATE, answer, [
+              plant.id.toString(),
+              plant.name,
+              plant.tag ?? null,
+              outbox.map((delivery) => delivery.id),
+              outbox.map((delivery) => delivery.url),
+              outbox.map((delivery) => delivery.payload),
+            ])
+          : enqueueCreate(plant, outbox),
+      ),
     delete: (id, answer) =>
       call(async () => {
         if (answer) return keyed('plants-delete-keyed', KEYED_DELETE, answer, [id.toString()]);
