@@ -415,7 +415,10 @@ describe.each(testStores())('a stored answer survives with its change on $name',
     };
     try {
       const clients = Array.from({ length: 8 }, client);
-      await sleep(500);
+      // Kill once creates are being acknowledged (a busy machine may take a while to get there).
+      const until = Date.now() + 10_000;
+      do await sleep(250);
+      while (acknowledged.size < 20 && Date.now() < until);
       killed = true;
       await api.kill();
       await Promise.all(clients);
