@@ -14,6 +14,7 @@ import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
 import { trpcAdapter } from './http/trpc.ts';
 import type { RequestScope } from './heavy-reads.ts';
+import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
@@ -37,6 +38,8 @@ export type AppOptions = {
   corsOrigins?: readonly string[];
   /** Subscribers of the new-plant webhook (`WEBHOOK_URLS`): a create enqueues one delivery each; none by default. */
   webhookUrls?: readonly string[];
+  /** How Idempotency-Keys are kept (IDEMPOTENCY_TTL_MS, IDEMPOTENCY_IN_FLIGHT_MS); the defaults when omitted. */
+  idempotency?: IdempotencyPolicy;
 };
 
 /**
@@ -47,6 +50,7 @@ export type AppOptions = {
  */
 export function createApp(options: AppOptions): Koa {
   const { verifier, log, publicUrl, rateLimit, authFailures, corsOrigins = [] } = options;
+  const idempotency = options.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
   const metrics = options.metrics ?? createMetrics();
   const store = instrumentStore(options.store, metrics);
   const webhooks = newPlantWebhook(options.webhookUrls);
@@ -55,6 +59,7 @@ export function createApp(options: AppOptions): Koa {
     webhooks,
     auth,
     request,
+    idempotency,
   });
   const routes = restRoutes();
   // Built on first request, from a chunk loaded then: start-up does not pay for zod-openapi.
@@ -82,6 +87,6 @@ export function createApp(options: AppOptions): Koa {
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
   app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store, webhooks }));
+  app.use(restAdapter(routes, { store, webhooks, idempotency }));
   return app;
 }

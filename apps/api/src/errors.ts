@@ -10,6 +10,8 @@ const STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  /** An Idempotency-Key reused for a different request. */
+  unprocessable: 422,
   too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -12,6 +12,7 @@ import {
 } from './auth.ts';
 import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
+import { type KeyPruning, startKeyPruning } from './idempotency-prune.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
@@ -64,16 +65,18 @@ export async function startServer(
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
   const worker = startWorker(config, store, log, metrics);
+  const pruning = startKeyPruning({ keys: store.idempotencyKeys, ttlMs: config.idempotency.ttlMs, log });
 
   const failed = store.failed.then((error) => {
     void worker?.stop(0);
+    void pruning.stop();
     refresher.stop();
     return error;
   });
   let closed: Promise<void> | undefined;
   const close = (signal = 'close', graceMs = config.http.shutdownGraceMs) => {
     if (closed && graceMs === 0) server.closeAllConnections();
-    closed ??= shutDown({ server, worker, refresher, store, redis, log }, signal, graceMs);
+    closed ??= shutDown({ server, worker, pruning, refresher, store, redis, log }, signal, graceMs);
     return closed;
   };
   return { url, failed, close };
@@ -145,6 +148,7 @@ function buildApp(
     publicUrl: `http://${config.host}:${config.port}`,
     corsOrigins: config.corsOrigins,
     webhookUrls: config.webhooks?.urls,
+    idempotency: config.idempotency,
     ...(config.rateLimit && {
       rateLimit: { limiter: createRateLimiter(config.rateLimit, redis), limit: config.rateLimit },
     }),
@@ -202,6 +206,7 @@ async function shutDown(
   parts: {
     server: Server;
     worker: DeliveryWorker | undefined;
+    pruning: KeyPruning;
     refresher: TokenRefresh;
     store: PlantStore;
     redis: Redis | undefined;
@@ -210,7 +215,7 @@ async function shutDown(
   signal: string,
   graceMs: number,
 ): Promise<void> {
-  const { server, worker, refresher, store, redis, log } = parts;
+  const { server, worker, pruning, refresher, store, redis, log } = parts;
   log.info({ signal }, 'shutting down');
   if (graceMs === 0) server.closeAllConnections();
   const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
@@ -221,7 +226,7 @@ async function shutDown(
   await drained;
   clearTimeout(force);
   refresher.stop();
-  await workerStopped;
+  await Promise.all([workerStopped, pruning.stop()]);
   await store.close();
   redis?.disconnect();
   log.info('stopped');

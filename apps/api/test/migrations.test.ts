@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { StoreConfig } from '../src/config.ts';
-import { migrations } from '../src/store/migrations.ts';
+import { LATEST_VERSION, migrations } from '../src/store/migrations.ts';
 import { migrateStore, openStore } from '../src/store/open-store.ts';
 import type { PlantStore } from '../src/store/store.ts';
 import {
@@ -56,6 +56,8 @@ async function postgresSchema(url: string): Promise<string[]> {
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const VERSIONS = migrations.map(({ version }) => version);
+/** The versions above `version`, oldest first. */
+const after = (version: number) => VERSIONS.filter((v) => v > version);
 
 /** One store's leg: a fresh empty database, its config, and how to read its schema and versions. */
 type Leg = {
@@ -75,9 +77,12 @@ type Leg = {
 
 const SQLITE_RELEASED = [
   'table api_tokens: CREATE TABLE api_tokens ( name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, scopes TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER )',
+  'table idempotency_keys: CREATE TABLE idempotency_keys ( token_name TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, claim TEXT NOT NULL, claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, PRIMARY KEY (token_name, key) )',
+  'index idempotency_keys_claimed: CREATE INDEX idempotency_keys_claimed ON idempotency_keys (claimed_at)',
   'table plants: CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)',
   'index sqlite_autoindex_api_tokens_1: ',
   'index sqlite_autoindex_api_tokens_2: ',
+  'index sqlite_autoindex_idempotency_keys_1: ',
   'index sqlite_autoindex_webhook_deliveries_1: ',
   "table webhook_deliveries: CREATE TABLE webhook_deliveries ( id TEXT PRIMARY KEY, url TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')), attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
   "index webhook_deliveries_delivered: CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (updated_at) WHERE status = 'delivered'",
@@ -90,6 +95,13 @@ const POSTGRES_RELEASED = [
   'column api_tokens.scopes: text not null default -',
   'column api_tokens.created_at: timestamp with time zone not null default now()',
   'column api_tokens.revoked_at: timestamp with time zone null default -',
+  'column idempotency_keys.token_name: text not null default -',
+  'column idempotency_keys.key: text not null default -',
+  'column idempotency_keys.fingerprint: text not null default -',
+  'column idempotency_keys.claim: text not null default -',
+  'column idempotency_keys.claimed_at: timestamp with time zone not null default now()',
+  'column idempotency_keys.status: integer null default -',
+  'column idempotency_keys.body: text null default -',
   'column plants.id: bigint not null default -',
   'column plants.name: text not null default -',
   'column plants.tag: text null default -',
@@ -104,6 +116,8 @@ const POSTGRES_RELEASED = [
   'column webhook_deliveries.updated_at: timestamp with time zone not null default now()',
   'index api_tokens_digest_key: CREATE UNIQUE INDEX api_tokens_digest_key ON public.api_tokens USING btree (digest)',
   'index api_tokens_pkey: CREATE UNIQUE INDEX api_tokens_pkey ON public.api_tokens USING btree (name)',
+  'index idempotency_keys_claimed: CREATE INDEX idempotency_keys_claimed ON public.idempotency_keys USING btree (claimed_at)',
+  'index idempotency_keys_pkey: CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree (token_name, key)',
   'index plants_pkey: CREATE UNIQUE INDEX plants_pkey ON public.plants USING btree (id)',
   "index webhook_deliveries_delivered: CREATE INDEX webhook_deliveries_delivered ON public.webhook_deliveries USING btree (updated_at) WHERE (status = 'delivered'::text)",
   "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON public.webhook_deliveries USING btree (url, next_attempt_at) WHERE (status = 'pending'::text)",
@@ -111,6 +125,7 @@ const POSTGRES_RELEASED = [
   'index webhook_deliveries_pkey: CREATE UNIQUE INDEX webhook_deliveries_pkey ON public.webhook_deliveries USING btree (id)',
   'constraint api_tokens.api_tokens_digest_key: UNIQUE (digest)',
   'constraint api_tokens.api_tokens_pkey: PRIMARY KEY (name)',
+  'constraint idempotency_keys.idempotency_keys_pkey: PRIMARY KEY (token_name, key)',
   'constraint plants.plants_pkey: PRIMARY KEY (id)',
   'constraint webhook_deliveries.webhook_deliveries_pkey: PRIMARY KEY (id)',
   "constraint webhook_deliveries.webhook_deliveries_status_check: CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))",
@@ -210,7 +225,10 @@ describe.each(legs)('migrations on $name', (leg) => {
   it('down to 0 drops everything, newest first, and up again builds the same schema', async () => {
     await withDatabase(leg, async (db) => {
       await migrateStore(db.config);
-      expect(await migrateStore(db.config, { to: 0 })).toStrictEqual({ applied: [], reverted: [4, 3, 2, 1] });
+      expect(await migrateStore(db.config, { to: 0 })).toStrictEqual({
+        applied: [],
+        reverted: [...VERSIONS].reverse(),
+      });
       expect(await db.schema()).toStrictEqual([]);
       expect(await db.versions()).toStrictEqual([]);
       expect(await migrateStore(db.config)).toStrictEqual({ applied: VERSIONS, reverted: [] });
@@ -227,7 +245,10 @@ describe.each(legs)('migrations on $name', (leg) => {
         });
       }
       expect(await db.schema()).toStrictEqual(leg.released);
-      expect(await migrateStore(db.config, { to: 3 })).toStrictEqual({ applied: [], reverted: [4] });
+      expect(await migrateStore(db.config, { to: 3 })).toStrictEqual({
+        applied: [],
+        reverted: after(3).reverse(),
+      });
       const indexes = (await db.schema()).filter((line) => line.startsWith('index webhook_deliveries_'));
       expect(indexes.map((line) => line.slice(0, line.indexOf(':')))).toStrictEqual([
         'index webhook_deliveries_due',
@@ -235,7 +256,7 @@ describe.each(legs)('migrations on $name', (leg) => {
         ...(leg === postgresLeg ? ['index webhook_deliveries_pkey'] : []),
       ]);
       expect(await db.versions()).toStrictEqual([1, 2, 3]);
-      expect(await migrateStore(db.config)).toStrictEqual({ applied: [4], reverted: [] });
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: after(3), reverted: [] });
       expect(await db.schema()).toStrictEqual(leg.released);
     });
   });
@@ -251,7 +272,7 @@ describe.each(legs)('migrations on $name', (leg) => {
       expect(await db.versions()).toStrictEqual(leg === postgresLeg ? [1, 2] : []);
       await db.exec('DROP TABLE api_tokens');
       expect(await migrateStore(db.config)).toStrictEqual({
-        applied: leg === postgresLeg ? [3, 4] : VERSIONS,
+        applied: leg === postgresLeg ? after(2) : VERSIONS,
         reverted: [],
       });
       expect(await db.schema()).toStrictEqual(leg.released);
@@ -280,18 +301,18 @@ describe.each(legs)('migrations on $name', (leg) => {
         applied: [1, 2],
         reverted: [],
       });
-      expect(JSON.parse((await main()).stdout)).toStrictEqual({ migrated: true, applied: [3, 4] });
+      expect(JSON.parse((await main()).stdout)).toStrictEqual({ migrated: true, applied: after(2) });
       expect(JSON.parse((await main('--to', '0')).stdout)).toStrictEqual({
         migrated: true,
         applied: [],
-        reverted: [4, 3, 2, 1],
+        reverted: [...VERSIONS].reverse(),
       });
-      const wrong = await main('--to', '5').then(
+      const wrong = await main('--to', String(LATEST_VERSION + 1)).then(
         () => undefined,
         (error: { code: number; stderr: string }) => error,
       );
       expect(wrong?.code).toBe(2);
-      expect(wrong?.stderr).toContain('--to must be a schema version: 0 to 4');
+      expect(wrong?.stderr).toContain(`--to must be a schema version: 0 to ${LATEST_VERSION}`);
       expect(await db.versions()).toStrictEqual([]);
     });
   });

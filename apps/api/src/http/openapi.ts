@@ -156,17 +156,22 @@ function describe(
   const pick = (keys: string[]) =>
     z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
   const inBody = method === 'post';
+  const header = openapi.requestHeaders && { header: openapi.requestHeaders };
   return {
     operationId: openapi.operationId,
     summary: openapi.summary,
     description: openapi.description,
     tags: openapi.tags,
     ...(inBody
-      ? { requestBody: { required: true, content: { 'application/json': { schema: input } } } }
+      ? {
+          requestBody: { required: true, content: { 'application/json': { schema: input } } },
+          ...(header && { requestParams: header }),
+        }
       : {
           requestParams: {
             path: pick(pathParams),
             query: pick(Object.keys(shape).filter((key) => !pathParams.includes(key))),
+            ...header,
           },
         }),
     responses: { [status]: success, ...Object.fromEntries(errors) },
