@@ -187,10 +187,12 @@ describe('the breaking-change check (Redocly diff against the last released docu
   it('passes additions: an optional header, a new answer, an optional property, a new operation', async () => {
     const result = await check((doc) => {
       const post = doc.paths['/plants'].post;
+      // Idempotency-Key and 422 are in the document already: add another header and answer.
       post.parameters = [
-        { in: 'header', name: 'Idempotency-Key', schema: { type: 'string', maxLength: 255 } },
+        ...(post.parameters ?? []),
+        { in: 'header', name: 'Prefer', schema: { type: 'string', maxLength: 255 } },
       ];
-      post.responses['422'] = post.responses['409'];
+      post.responses['429'] = post.responses['409'];
       doc.components.schemas.NewPlant.properties.color = { type: 'string' };
       doc.paths['/plants/{id}'].put = { ...structuredClone(post), operationId: 'replacePlant' };
       doc.info.description = 'Reworded.';

@@ -7,6 +7,7 @@
 
 export type { ApiError, ListPlantsQuery, NewPlant, Plant, PlantId, PlantWithId } from '@plant-store/schema';
 export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
+export type { RetryOptions } from './retry.ts';
 export {
   type CallOptions,
   createRestClient,

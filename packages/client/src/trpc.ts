@@ -3,6 +3,8 @@ import {
   type CreateTRPCClientOptions,
   createTRPCClientProxy,
   httpBatchLink,
+  httpLink,
+  splitLink,
   type TRPCClient,
   TRPCClientError,
   type TRPCRequestOptions,
@@ -10,6 +12,10 @@ import {
 } from '@trpc/client';
 import superjson from 'superjson';
 import { failureReason, PlantStoreError } from './errors.ts';
+import { idempotencyKeyHeader, keyFor, markRetriable, type RetryOptions, withRetries } from './retry.ts';
+
+/** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
+const KEYED = new Set(['plants.create', 'plants.delete']);
 
 /** Calls per HTTP request unless `batch.maxItems` says otherwise. */
 const DEFAULT_MAX_ITEMS = 10;
@@ -27,6 +33,14 @@ export type TrpcClientOptions = {
   batch?: { maxItems?: number };
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
+  /**
+   * How `plants.create` and `plants.delete` are retried (see {@link RetryOptions}); 3 attempts by
+   * default. While retries are on, each is sent on its own (a key names one request, so keyed calls
+   * are not batched) with an `Idempotency-Key`, the same on every attempt; pass
+   * `{ context: { idempotencyKey } }` as the mutation's options to choose it. With
+   * `{ attempts: 1 }` creates and deletes carry no key and are batched like every other call.
+   */
+  retry?: RetryOptions;
 };
 
 /** The typed tRPC client of the Plant Store: `client.plants.create.mutate({ id: 1n, name })`. */
@@ -37,16 +51,36 @@ export type TrpcClient = TRPCClient<AppRouter>;
  * concurrent calls. A failed call rejects with {@link PlantStoreError}, never `TRPCClientError`:
  * `status` is the HTTP status of that call (`0` when no answer arrived), `cause` the tRPC error.
  */
-export function createTrpcClient({ baseUrl, token, batch = {}, fetch }: TrpcClientOptions): TrpcClient {
+export function createTrpcClient({
+  baseUrl,
+  token,
+  batch = {},
+  fetch,
+  retry,
+}: TrpcClientOptions): TrpcClient {
   const url = `${String(baseUrl).replace(/\/+$/, '')}/trpc`;
-  const link = httpBatchLink<AppRouter>({
-    url,
-    transformer: superjson,
-    maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
-    headers: { authorization: `Bearer ${token}` },
-    ...(fetch && { fetch }),
+  const authorization = `Bearer ${token}`;
+  const link = splitLink<AppRouter>({
+    // The server takes a key from the header of a request of one call.
+    condition: (op) => typeof op.context.idempotencyKey === 'string',
+    true: httpLink({
+      url,
+      transformer: superjson,
+      headers: ({ op }) => ({
+        authorization,
+        'idempotency-key': idempotencyKeyHeader(op.context.idempotencyKey as string),
+      }),
+      ...(fetch && { fetch }),
+    }),
+    false: httpBatchLink({
+      url,
+      transformer: superjson,
+      maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
+      headers: { authorization },
+      ...(fetch && { fetch }),
+    }),
   });
-  return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url));
+  return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url, retry));
 }
 
 /**
@@ -55,10 +89,12 @@ export function createTrpcClient({ baseUrl, token, batch = {}, fetch }: TrpcClie
  */
 class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
   readonly #url: string;
+  readonly #retry: RetryOptions | undefined;
 
-  constructor(options: CreateTRPCClientOptions<AppRouter>, url: string) {
+  constructor(options: CreateTRPCClientOptions<AppRouter>, url: string, retry?: RetryOptions) {
     super(options);
     this.#url = url;
+    this.#retry = retry;
   }
 
   override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
@@ -68,9 +104,17 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
   }
 
   override mutation(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
-    return super.mutation(path, input, opts).catch((error: unknown) => {
-      throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
-    });
+    const once = (options?: TRPCRequestOptions) =>
+      super.mutation(path, input, options).catch((error: unknown) => {
+        throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
+      });
+    const given = opts?.context?.idempotencyKey;
+    const idempotencyKey = KEYED.has(path)
+      ? keyFor(typeof given === 'string' ? given : undefined, this.#retry)
+      : undefined;
+    if (idempotencyKey === undefined) return once(opts);
+    const keyed = { ...opts, context: { ...opts?.context, idempotencyKey } };
+    return withRetries(() => once(keyed), this.#retry, opts?.signal ?? undefined);
   }
 }
 
@@ -79,13 +123,17 @@ function toPlantStoreError(error: unknown, method: string, url: string): unknown
   // `data.httpStatus` is this call's own status, also inside a batch answered 207.
   const httpStatus: unknown = error.data?.httpStatus;
   if (typeof httpStatus === 'number') {
-    return new PlantStoreError({
+    const failure = new PlantStoreError({
       method,
       url,
       status: httpStatus,
       body: { error: httpStatus, message: error.message },
       cause: error,
     });
+    // A 409 with Retry-After: the same Idempotency-Key is still in flight (not a duplicate id).
+    const headers = (error.meta?.response as { headers?: Headers } | undefined)?.headers;
+    if (httpStatus === 409 && headers?.has('retry-after')) markRetriable(failure);
+    return failure;
   }
   // No tRPC error body: the request failed, or the answer was not tRPC's (e.g. a proxy's 502 page).
   const response = error.meta?.response as { status?: unknown } | undefined;

@@ -3,10 +3,14 @@ import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
 import { listen } from './postgres-listen.ts';
 import {
+  type ClaimOutcome,
   type Delivery,
   type DeliveryOutbox,
   type EventLog,
   type FailedDelivery,
+  type IdempotencyKeyStore,
+  KeyClaimLostError,
+  type KeyedAnswer,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
@@ -191,6 +195,86 @@ function pageQuery(where: string): string {
     ORDER BY id`;
 }
 
+/**
+ * Takes an Idempotency-Key (see `IdempotencyKeyStore.claim`): a row is inserted, or an expired or
+ * stale one taken over, and `claim` comes back; nothing comes back when another request holds it.
+ * Concurrent claims of one key, from any instance, are decided by the primary key: ON CONFLICT
+ * waits for the other claim's commit and then re-checks the row.
+ */
+const CLAIM_KEY = `
+  INSERT INTO idempotency_keys (token_name, key, fingerprint, claim) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (token_name, key) DO UPDATE
+    SET fingerprint = excluded.fingerprint, claim = excluded.claim, claimed_at = now(), status = NULL, body = NULL
+    WHERE idempotency_keys.claimed_at < now() - $6::bigint * interval '1 millisecond'
+       OR (idempotency_keys.status IS NULL
+           AND idempotency_keys.claimed_at < now() - $5::bigint * interval '1 millisecond'
+           AND idempotency_keys.fingerprint = excluded.fingerprint)
+  RETURNING claim`;
+
+/**
+ * A create or delete carrying an Idempotency-Key, in one statement (so one transaction): `held`
+ * locks the key's row while this request holds it (`$3`), the change is made only then, and its
+ * answer (`$4`, `$5`) is stored only when it was made. A claim taking the key over concurrently
+ * either waits for this statement and then finds the key completed, or commits first, and then
+ * `held` re-reads the row, finds another claim and nothing changes. `$1`/`$2` are the key. The
+ * change's event is appended as for unkeyed changes (see `appendEvents`).
+ */
+function keyedChange(type: StoredEvent['type'], change: string): string {
+  return `
+    WITH held AS (
+      SELECT 1 FROM idempotency_keys WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL
+      FOR UPDATE
+    ),
+    ${change},
+    answered AS (
+      UPDATE idempotency_keys SET status = $4::integer, body = $5::text
+      WHERE token_name = $1 AND key = $2 AND EXISTS (SELECT 1 FROM changed)
+    ),
+    appended AS (
+      INSERT INTO plant_events (type, plant_id, name, tag)
+      SELECT '${type}', changed.id, changed.name, changed.tag
+      FROM changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
+      RETURNING id
+    )
+    SELECT (SELECT count(*) FROM held) AS held, (SELECT count(*) FROM changed) AS changed,
+      (SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended LIMIT 1) AS notified`;
+}
+
+/** `$6`–`$8` the plant; `$9`–`$11` its deliveries' ids, URLs and payloads, one array per column. */
+const KEYED_CREATE = keyedChange(
+  'plant.created',
+  `
+    changed AS (
+      INSERT INTO plants (id, name, tag) SELECT $6::bigint, $7::text, $8::text FROM held
+      ON CONFLICT (id) DO NOTHING RETURNING id, name, tag
+    ),
+    enqueued AS (
+      INSERT INTO webhook_deliveries (id, url, payload)
+      SELECT delivery.id, delivery.url, delivery.payload
+      FROM changed, unnest($9::text[], $10::text[], $11::text[]) AS delivery (id, url, payload)
+    )`,
+);
+
+/** `$6` the id. */
+const KEYED_DELETE = keyedChange(
+  'plant.deleted',
+  `
+    changed AS (
+      DELETE FROM plants WHERE id = $6::bigint AND EXISTS (SELECT 1 FROM held)
+      RETURNING id, NULL::text AS name, NULL::text AS tag
+    )`,
+);
+
+/** Oldest first, at most `$2` keys; keys another instance is pruning right now are left to it. */
+const PRUNE_KEYS = `
+  DELETE FROM idempotency_keys WHERE (token_name, key) IN (
+    SELECT token_name, key FROM idempotency_keys
+    WHERE claimed_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY claimed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )`;
+
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
@@ -287,6 +371,69 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     }
   }
 
+  /**
+   * A create or delete carrying an Idempotency-Key, as one statement (`KEYED_CREATE`,
+   * `KEYED_DELETE`): rejects with `KeyClaimLostError`, having changed nothing, when the request no
+   * longer holds the key.
+   */
+  async function keyed(name: string, text: string, answer: KeyedAnswer, values: unknown[]): Promise<boolean> {
+    const { tokenName, key, claim, status, body } = answer;
+    const { rows } = await query<{ held: bigint; changed: bigint }>(name, text, [
+      tokenName,
+      key,
+      claim,
+      status,
+      body,
+      ...values,
+    ]);
+    if (Number(rows[0]!.held) === 0) {
+      throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    }
+    return Number(rows[0]!.changed) === 1;
+  }
+
+  const idempotencyKeys: IdempotencyKeyStore = {
+    claim: ({ tokenName, key, fingerprint, claim, inFlightMs, ttlMs }) =>
+      call(async () => {
+        // A holder may free the key between the two statements: then claim again.
+        for (;;) {
+          const taken = await query('keys-claim', CLAIM_KEY, [
+            tokenName,
+            key,
+            fingerprint,
+            claim,
+            inFlightMs,
+            ttlMs,
+          ]);
+          if (taken.rowCount === 1) return { state: 'claimed' } satisfies ClaimOutcome;
+          const { rows } = await query<{ fingerprint: string; status: number | null; body: string | null }>(
+            'keys-read',
+            'SELECT fingerprint, status, body FROM idempotency_keys WHERE token_name = $1 AND key = $2',
+            [tokenName, key],
+          );
+          const row = rows[0];
+          if (row === undefined) continue;
+          return row.status === null
+            ? ({ state: 'in_flight', fingerprint: row.fingerprint } satisfies ClaimOutcome)
+            : ({
+                state: 'completed',
+                fingerprint: row.fingerprint,
+                answer: { status: row.status, body: row.body },
+              } satisfies ClaimOutcome);
+        }
+      }),
+    release: ({ tokenName, key, claim }) =>
+      call(async () => {
+        await query(
+          'keys-release',
+          'DELETE FROM idempotency_keys WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL',
+          [tokenName, key, claim],
+        );
+      }),
+    prune: ({ olderThanMs, limit }) =>
+      call(async () => (await query('keys-prune', PRUNE_KEYS, [olderThanMs, limit])).rowCount ?? 0),
+  };
+
   function call<T>(operation: () => Promise<T>): Promise<T> {
     if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
     const running = operation();
@@ -321,9 +468,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         return rows.map(toEvent);
       }),
     head: () =>
-      scalar('events-head', 'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) FROM event_log'),
+      scalar(
+        'events-head',
+        'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) FROM event_log',
+      ),
     prunedThrough: () => scalar('events-pruned-through', 'SELECT pruned_through FROM event_log'),
-    prune: async ({ olderThanMs, limit }) => Number(await scalar('events-prune', PRUNE_EVENTS, [olderThanMs, limit])),
+    prune: async ({ olderThanMs, limit }) =>
+      Number(await scalar('events-prune', PRUNE_EVENTS, [olderThanMs, limit])),
     watch(listener) {
       watchers.add(listener);
       // Every (re)connection wakes the watchers too: what was committed while it was down is read then.
@@ -529,10 +680,23 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   };
 
   return {
-    create: (plant: NewPlant, outbox: readonly NewDelivery[] = []) =>
-      call(() => enqueueCreate(plant, outbox)),
-    delete: (id) =>
+    create: (plant: NewPlant, outbox: readonly NewDelivery[] = [], answer?: KeyedAnswer) =>
+      call(() =>
+        // A keyed create goes on its own: its statement also checks and completes its key.
+        answer
+          ? keyed('plants-insert-keyed', KEYED_CREATE, answer, [
+              plant.id.toString(),
+              plant.name,
+              plant.tag ?? null,
+              outbox.map((delivery) => delivery.id),
+              outbox.map((delivery) => delivery.url),
+              outbox.map((delivery) => delivery.payload),
+            ])
+          : enqueueCreate(plant, outbox),
+      ),
+    delete: (id, answer) =>
       call(async () => {
+        if (answer) return keyed('plants-delete-keyed', KEYED_DELETE, answer, [id.toString()]);
         const { rowCount } = await query('plants-delete', DELETE, [id.toString()]);
         return rowCount === 1;
       }),
@@ -565,6 +729,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     events,
     deliveries,
     tokens,
+    idempotencyKeys,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.
