@@ -101,6 +101,21 @@ describe.each(testStores())('GET /plants/events on $name', (testStore) => {
     byQuery.close();
   });
 
+  it('appends one event for a create and a delete sent with an Idempotency-Key, none for their replays', async () => {
+    const stream = await sse();
+    const keyed = (key: string) => ({ ...JSON_HEADERS, 'idempotency-key': `"${key}"` });
+    const body = '{"id":77,"name":"Keyed"}';
+    for (let i = 0; i < 2; i++) expect((await postPlant(api.url, body, keyed('create-77'))).status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const gone = await send(`${api.url}/plants/77`, { method: 'DELETE', headers: keyed('delete-77') });
+      expect(gone.status).toBe(204);
+    }
+    await stream.waitFor(2);
+    await sleep(300);
+    expect(summary(data(stream))).toStrictEqual([created(77n, 'Keyed'), deleted(77n)]);
+    stream.close();
+  });
+
   it('answers 400 to a malformed resume id and 401 without a token, as Error bodies', async () => {
     const badQuery = await sse('?after=-1');
     expect([badQuery.status, badQuery.body]).toStrictEqual([
