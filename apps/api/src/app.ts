@@ -26,8 +26,11 @@ import { newPlantWebhook } from './webhooks/event.ts';
 export type AppOptions = {
   store: PlantStore;
   log: Logger;
-  /** The URL clients reach this server at, for the OpenAPI document's `servers`. */
-  publicUrl: string;
+  /**
+   * The URL clients reach this server at, for the OpenAPI document's `servers`; a function is asked
+   * when the document is first served (once the server listens).
+   */
+  publicUrl: string | (() => string);
   /** Checks bearer tokens (`createTokenVerifier`). */
   verifier: TokenVerifier;
   /** Where request and store metrics go; a fresh registry by default. */
@@ -72,7 +75,7 @@ export function createApp(options: AppOptions): Koa {
   let documentJson: Promise<string> | undefined;
   const openApiJson = () =>
     (documentJson ??= import('./http/openapi.ts').then(({ openApiDocument }) =>
-      JSON.stringify(openApiDocument(routes, publicUrl)),
+      JSON.stringify(openApiDocument(routes, typeof publicUrl === 'function' ? publicUrl() : publicUrl)),
     ));
 
   const app = new Koa();

@@ -57,8 +57,13 @@ export async function startServer(
   const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
   const redis = await connectRedis(config, log, metrics);
   const events = createEventHub(store.events, config.events, log);
-  const server = createHttpServer(config, buildApp(config, { store, verifier, log, metrics, redis, events }));
-  let url: string;
+  // The OpenAPI document names the address actually listened on (PORT=0 picks one).
+  let url = `http://${config.host}:${config.port}`;
+  const publicUrl = () => url;
+  const server = createHttpServer(
+    config,
+    buildApp(config, { store, verifier, log, metrics, redis, events, publicUrl }),
+  );
   try {
     url = await listen(server, config);
   } catch (error) {
@@ -147,15 +152,16 @@ function buildApp(
     metrics: Metrics;
     redis: Redis | undefined;
     events: EventHub;
+    publicUrl: () => string;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events } = parts;
+  const { store, verifier, log, metrics, redis, events, publicUrl } = parts;
   return createApp({
     store,
     verifier,
     log,
     metrics,
-    publicUrl: `http://${config.host}:${config.port}`,
+    publicUrl,
     corsOrigins: config.corsOrigins,
     webhookUrls: config.webhooks?.urls,
     events: { hub: events, heartbeatMs: config.events.heartbeatMs },

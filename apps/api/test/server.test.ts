@@ -50,17 +50,21 @@ describe.each(testStores())('startServer on $name, in this process', (testStore)
       expect(first.running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect((await postPlant(first.running.url, '{"id":7,"name":"Fern","tag":"green"}')).status).toBe(200);
       expect((await send(`${first.running.url}/readyz`)).status).toBe(200);
+      // PORT=0: the OpenAPI document names the port actually listened on.
+      const document = (await send(`${first.running.url}/openapi.json`)).json as { servers: { url: string }[] };
+      expect(document.servers.map((server) => server.url)).toStrictEqual([first.running.url]);
       await first.running.close();
 
       expect(first.lines.map((line) => line.msg)).toStrictEqual([
         'listening',
         'request',
         'request',
+        'request',
         'shutting down',
         'stopped',
       ]);
       expect(first.lines[0]).toMatchObject({ url: first.running.url });
-      expect(first.lines[3]).toMatchObject({ signal: 'close' });
+      expect(first.lines[4]).toMatchObject({ signal: 'close' });
       // The store is closed: it answers nothing more.
       await expect(first.plants.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
       // The port is free: nothing listens on it, and it can be bound again.
