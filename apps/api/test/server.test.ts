@@ -73,7 +73,7 @@ describe.each(testStores())('startServer on $name, in this process', (testStore)
       await bindable(Number(port));
       // Calling close() again changes nothing.
       await first.running.close();
-      expect(first.lines).toHaveLength(5);
+      expect(first.lines).toHaveLength(6);
 
       const second = await start(store, { PORT: port });
       try {
