@@ -3,20 +3,29 @@ import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
 import { listen } from './postgres-listen.ts';
 import {
+  type DeliveryRow,
+  type EventRow,
+  type FailedRow,
+  type PlantRow,
+  type TokenRow,
+  toDelivery,
+  toEvent,
+  toFailedDelivery,
+  toPlant,
+  toStoredToken,
+  toTokenRecord,
+} from './rows.ts';
+import {
   type ClaimOutcome,
-  type Delivery,
   type DeliveryOutbox,
   type EventLog,
-  type FailedDelivery,
   type IdempotencyKeyStore,
   KeyClaimLostError,
   type KeyedAnswer,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
-  parseScopes,
   type StoredEvent,
-  type StoredPlant,
   StoreUnavailableError,
   type TokenStore,
 } from './store.ts';
@@ -33,19 +42,7 @@ export type PostgresStoreOptions = {
   timeoutMs: number;
 };
 
-type TokenRow = { name: string; digest: string; scopes: string; created_at: Date; revoked_at: Date | null };
-type Row = { id: bigint; name: string; tag: string | null };
-type PageRow = Row & { candidates: bigint };
-type EventRow = {
-  id: bigint;
-  type: StoredEvent['type'];
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
-  created_at: Date;
-};
-type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
-type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
+type PageRow = PlantRow & { candidates: bigint };
 type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
@@ -661,12 +658,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens ORDER BY name',
           [],
         );
-        return rows.map((row) => ({
-          name: row.name,
-          scopes: parseScopes(row.scopes),
-          createdAt: row.created_at,
-          revokedAt: row.revoked_at ?? undefined,
-        }));
+        return rows.map(toTokenRecord);
       }),
     active: () =>
       call(async () => {
@@ -675,7 +667,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens WHERE revoked_at IS NULL',
           [],
         );
-        return rows.map((row) => ({ name: row.name, digest: row.digest, scopes: parseScopes(row.scopes) }));
+        return rows.map(toStoredToken);
       }),
   };
 
@@ -702,9 +694,11 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
     get: (id) =>
       call(async () => {
-        const { rows } = await query<Row>('plants-get', 'SELECT id, name, tag FROM plants WHERE id = $1', [
-          id.toString(),
-        ]);
+        const { rows } = await query<PlantRow>(
+          'plants-get',
+          'SELECT id, name, tag FROM plants WHERE id = $1',
+          [id.toString()],
+        );
         return rows[0] === undefined ? undefined : toPlant(rows[0]);
       }),
     list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
@@ -817,29 +811,4 @@ function toStoreError(cause: unknown): Error {
   }
   // Not a server answer: a refused or reset socket, a timeout, a pool that was ended.
   return new StoreUnavailableError('PostgreSQL is unavailable', { cause });
-}
-
-function toDelivery(row: DeliveryRow): Delivery {
-  return {
-    id: row.id,
-    url: row.url,
-    payload: row.payload,
-    attempts: row.attempts,
-    createdAt: row.created_at,
-  };
-}
-
-function toFailedDelivery(row: FailedRow): FailedDelivery {
-  return { ...toDelivery(row), lastError: row.last_error, failedAt: row.updated_at };
-}
-
-function toPlant(row: Row): StoredPlant {
-  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
-}
-
-function toEvent(row: EventRow): StoredEvent {
-  if (row.type === 'plant.deleted')
-    return { id: row.id, type: row.type, plant: { id: row.plant_id }, createdAt: row.created_at };
-  const plant = toPlant({ id: row.plant_id, name: row.name!, tag: row.tag });
-  return { id: row.id, type: row.type, plant, createdAt: row.created_at };
 }

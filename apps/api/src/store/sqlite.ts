@@ -3,13 +3,24 @@ import { dirname } from 'node:path';
 import type { NewPlant } from '@plant-store/schema';
 import Database from 'better-sqlite3';
 import { makePrivate } from './private-files.ts';
+import {
+  type DeliveryRow,
+  type EventRow,
+  type FailedRow,
+  type PlantRow,
+  type TokenRow,
+  toDelivery,
+  toEvent,
+  toFailedDelivery,
+  toPlant,
+  toStoredToken,
+  toTokenRecord,
+} from './rows.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import {
   type ClaimOutcome,
-  type Delivery,
   type DeliveryOutbox,
   type EventLog,
-  type FailedDelivery,
   type IdempotencyKeyStore,
   type KeyClaim,
   KeyClaimLostError,
@@ -17,12 +28,9 @@ import {
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
-  parseScopes,
-  type StoredEvent,
   type StoredPlant,
   type StoredToken,
   StoreUnavailableError,
-  type TokenRecord,
   type TokenStore,
   textBytes,
 } from './store.ts';
@@ -42,25 +50,7 @@ type Write =
   | { failed: { id: string; error: string } }
   | { addToken: StoredToken }
   | { revokeToken: string };
-type TokenRow = {
-  name: string;
-  digest: string;
-  scopes: string;
-  created_at: bigint;
-  revoked_at: bigint | null;
-};
 type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
-type Row = { id: bigint; name: string; tag: string | null };
-type EventRow = {
-  id: bigint;
-  type: StoredEvent['type'];
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
-  created_at: bigint;
-};
-type ClaimedRow = { id: string; url: string; payload: string; attempts: bigint; created_at: bigint };
-type FailedRow = ClaimedRow & { last_error: string; updated_at: bigint };
 type KeyRow = { fingerprint: string; status: bigint | null; body: string | null };
 /** What a keyed create or delete answers when its request no longer holds the key. */
 const CLAIM_LOST = Symbol('claim lost');
@@ -98,9 +88,9 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   fsyncSync(dir);
   closeSync(dir);
 
-  const selectOne = db.prepare<[bigint], Row>('SELECT id, name, tag FROM plants WHERE id = ?');
-  const selectFirst = db.prepare<[number], Row>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?');
-  const selectAfter = db.prepare<[bigint, number], Row>(
+  const selectOne = db.prepare<[bigint], PlantRow>('SELECT id, name, tag FROM plants WHERE id = ?');
+  const selectFirst = db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?');
+  const selectAfter = db.prepare<[bigint, number], PlantRow>(
     'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
   );
   const selectFailed = db.prepare<[number], FailedRow>(
@@ -225,7 +215,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   }
 
   const deliveries: DeliveryOutbox = {
-    claim: async (options) => (await write<ClaimedRow[]>({ claim: options })).map(toDelivery),
+    claim: async (options) => (await write<DeliveryRow[]>({ claim: options })).map(toDelivery),
     pendingUrls: ({ limit }) => read(() => selectPendingUrls.all({ limit }).map((row) => row.url)),
     markDelivered: (id) => write({ delivered: id }),
     retry: (id, { delayMs, error }) => write({ retry: { id, delayMs, error } }),
@@ -280,7 +270,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
         selectTokens
           .all()
           .filter((row) => row.revoked_at === null)
-          .map((row) => ({ name: row.name, digest: row.digest, scopes: parseScopes(row.scopes) })),
+          .map(toStoredToken),
       ),
   };
 
@@ -288,7 +278,11 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     create: (plant, outbox = [], answer) =>
       answer ? keyed({ create: plant, outbox, answer }) : write({ create: plant, outbox }),
     delete: (id, answer) => (answer ? keyed({ delete: id, answer }) : write({ delete: id })),
-    get: (id) => read(() => toPlant(selectOne.get(id))),
+    get: (id) =>
+      read(() => {
+        const row = selectOne.get(id);
+        return row && toPlant(row);
+      }),
     list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
       read(() => {
         // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
@@ -301,7 +295,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
           // Leaving the loop ends the statement.
           if (plants.length === limit || (plants.length > 0 && bytes > maxBytes))
             return { plants, more: true };
-          plants.push(toPlant(row)!);
+          plants.push(toPlant(row));
         }
         return { plants, more: false };
       }),
@@ -355,7 +349,7 @@ function writer(db: Database.Database): (write: Write) => unknown {
   const enqueue = db.prepare(
     'INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const claim = db.prepare<{ url: string; now: number; leaseEnd: number; limit: number }, ClaimedRow>(`
+  const claim = db.prepare<{ url: string; now: number; leaseEnd: number; limit: number }, DeliveryRow>(`
     UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = @leaseEnd, updated_at = @now
     WHERE id IN (
       SELECT id FROM webhook_deliveries WHERE status = 'pending' AND url = @url AND next_attempt_at <= @now
@@ -414,7 +408,9 @@ function writer(db: Database.Database): (write: Write) => unknown {
         before: now - write.pruneEvents.olderThanMs,
         limit: write.pruneEvents.limit,
       });
-      if (gone.length > 0) recordPruned.run(gone.reduce((max, row) => (row.id > max ? row.id : max), 0n));
+      let through = 0n;
+      for (const row of gone) if (row.id > through) through = row.id;
+      if (gone.length > 0) recordPruned.run(through);
       return gone.length;
     }
     if ('claimKey' in write) return keys.claim(write.claimKey, now);
@@ -509,44 +505,4 @@ function keyStatements(db: Database.Database) {
 function isLockError(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
-}
-
-function toDelivery(row: ClaimedRow): Delivery {
-  return {
-    id: row.id,
-    url: row.url,
-    payload: row.payload,
-    attempts: Number(row.attempts),
-    createdAt: new Date(Number(row.created_at)),
-  };
-}
-
-function toTokenRecord(row: TokenRow): TokenRecord {
-  return {
-    name: row.name,
-    scopes: parseScopes(row.scopes),
-    createdAt: new Date(Number(row.created_at)),
-    revokedAt: row.revoked_at === null ? undefined : new Date(Number(row.revoked_at)),
-  };
-}
-
-function toFailedDelivery(row: FailedRow): FailedDelivery {
-  return { ...toDelivery(row), lastError: row.last_error, failedAt: new Date(Number(row.updated_at)) };
-}
-
-function toEvent(row: EventRow): StoredEvent {
-  const createdAt = new Date(Number(row.created_at));
-  if (row.type === 'plant.deleted')
-    return { id: row.id, type: row.type, plant: { id: row.plant_id }, createdAt };
-  return {
-    id: row.id,
-    type: row.type,
-    plant: toPlant({ id: row.plant_id, name: row.name!, tag: row.tag })!,
-    createdAt,
-  };
-}
-
-function toPlant(row: Row | undefined): StoredPlant | undefined {
-  if (row === undefined) return undefined;
-  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
 }
