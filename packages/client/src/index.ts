@@ -5,11 +5,20 @@
  * @module
  */
 
-export type { ApiError, ListPlantsQuery, NewPlant, Plant, PlantId, PlantWithId } from '@plant-store/schema';
+export type {
+  ApiError,
+  ListPlantsQuery,
+  NewPlant,
+  Plant,
+  PlantEvent,
+  PlantId,
+  PlantWithId,
+} from '@plant-store/schema';
 export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
 export {
   type CallOptions,
   createRestClient,
+  type EventsOptions,
   type PlantPage,
   type RestClient,
   type RestClientOptions,

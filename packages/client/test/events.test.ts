@@ -1,0 +1,126 @@
+import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRestClient, type PlantEvent } from '../src/index.ts';
+import { failureOf } from './support/clients.ts';
+import { collect, portOf, shape } from './support/events.ts';
+
+const TOKEN = 'events-test-token-0123456789';
+const INT64_MAX = 9223372036854775807n;
+
+const started: ApiProcess[] = [];
+async function start(options: Parameters<typeof startApiProcess>[0] = {}): Promise<ApiProcess> {
+  const api = await startApiProcess({ token: TOKEN, ...options });
+  started.push(api);
+  return api;
+}
+afterEach(async () => {
+  for (const api of started.splice(0)) {
+    await api.stop();
+    api.cleanup();
+  }
+});
+
+const created = (id: bigint, name: string) => ({ type: 'plant.created', plant: { id, name } });
+const deleted = (id: bigint) => ({ type: 'plant.deleted', plant: { id } });
+
+describe('REST client: events', () => {
+  it('delivers creates and deletes in commit order, ids exact, event ids increasing', async () => {
+    const api = await start();
+    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
+    const stop = new AbortController();
+    const events = collect(rest.events({ after: 0n, signal: stop.signal }), () => stop.abort());
+    await rest.createPlant({ id: 1n, name: 'Opener' });
+    await events.until(1);
+    await rest.createPlant({ id: 9007199254740993n, name: 'Fern', tag: 'herb' });
+    await rest.deletePlant(9007199254740993n);
+    await rest.createPlant({ id: INT64_MAX, name: 'Max' });
+    const got = await events.until(4);
+    expect(got.map(shape)).toStrictEqual([
+      created(1n, 'Opener'),
+      { type: 'plant.created', plant: { id: 9007199254740993n, name: 'Fern', tag: 'herb' } },
+      deleted(9007199254740993n),
+      created(INT64_MAX, 'Max'),
+    ]);
+    const ids = got.map(({ id }) => id);
+    expect(ids.every((id, i) => typeof id === 'bigint' && (i === 0 || id > ids[i - 1]!))).toBe(true);
+    expect(got.every(({ createdAt }) => !Number.isNaN(Date.parse(createdAt)))).toBe(true);
+    await events.stop();
+
+    // `after` replays what followed that id, from the log.
+    const replay = new AbortController();
+    const again = collect(rest.events({ after: ids[1], signal: replay.signal }), () => replay.abort());
+    expect(await again.until(2)).toStrictEqual(got.slice(2));
+    await again.stop();
+  });
+
+  it('resumes across a SIGKILL and a restart on the same file: every committed event once, in order', async () => {
+    let api = await start();
+    const { dataDir, url } = api;
+    const rest = createRestClient({ baseUrl: url, token: TOKEN });
+    const reconnects: number[] = [];
+    const stop = new AbortController();
+    const events = collect(
+      rest.events({ after: 0n, signal: stop.signal, onReconnect: ({ error }) => reconnects.push(error.status) }),
+      () => stop.abort(),
+    );
+    await rest.createPlant({ id: 1n, name: 'Before' });
+    await events.until(1);
+    // Committed, then the process dies at once: whether or not it went out, it must arrive once.
+    await rest.createPlant({ id: 2n, name: 'Just before the kill' });
+    await api.kill();
+    api = await start({ dataDir, env: { PORT: portOf(url) } });
+    await rest.createPlant({ id: 3n, name: 'After the restart' });
+    await rest.deletePlant(1n);
+    await events.until(4);
+    await rest.createPlant({ id: 4n, name: 'Live again' });
+    const got = await events.until(5);
+    expect(got.map(shape)).toStrictEqual([
+      created(1n, 'Before'),
+      created(2n, 'Just before the kill'),
+      created(3n, 'After the restart'),
+      deleted(1n),
+      created(4n, 'Live again'),
+    ]);
+    expect(new Set(got.map(({ id }) => id)).size).toBe(5);
+    expect(reconnects.length).toBeGreaterThan(0);
+    // Nothing more: no repeat arrives later.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(events.items).toHaveLength(5);
+    await events.stop();
+  });
+
+  it('ends cleanly when the consumer breaks out, and closes its stream', async () => {
+    const api = await start();
+    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
+    await rest.createPlant({ id: 7n, name: 'Only' });
+    const seen: PlantEvent[] = [];
+    for await (const event of rest.events({ after: 0n })) {
+      seen.push(event);
+      break;
+    }
+    expect(seen.map(shape)).toStrictEqual([created(7n, 'Only')]);
+  });
+
+  it('fails with a typed error on 401 and on 410 (events no longer kept), without retrying', async () => {
+    const api = await start({ env: { EVENTS_RETENTION_MS: '1000' } });
+    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
+    const wrong = createRestClient({ baseUrl: api.url, token: 'not-a-token' });
+    expect(await failureOf(wrong.events()[Symbol.asyncIterator]().next())).toMatchObject({
+      status: 401,
+      error: 401,
+      method: 'GET',
+      url: `${api.url}/plants/events`,
+    });
+    await rest.createPlant({ id: 1n, name: 'Soon pruned' });
+    const deadline = Date.now() + 10_000;
+    while (!api.logs.some((line) => line.includes('"msg":"events pruned"')) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await failureOf(rest.events({ after: 0n })[Symbol.asyncIterator]().next())).toMatchObject({
+      status: 410,
+      error: 410,
+      serverMessage:
+        'The events after 0 are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.',
+    });
+  });
+});
