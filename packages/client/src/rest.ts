@@ -5,12 +5,12 @@ import {
   type ListPlantsQuery,
   type NewPlant,
   type Plant,
+  type PlantEvent,
+  PlantEventSchema,
   type PlantId,
   PlantSchema,
   type PlantWithId,
   PlantWithIdSchema,
-  type PlantEvent,
-  PlantEventSchema,
   parseJson,
   stringifyJson,
 } from '@plant-store/schema';
@@ -171,7 +171,10 @@ async function* streamEvents(
         const error = fail({ status: response.status, body: errorBody(text), reason: response.statusText });
         if (!RETRIED.has(response.status)) throw error;
         failures++;
-        wait = { error, delayMs: retryAfter(response.headers.get('retry-after')) ?? backoff(reconnectMs, failures) };
+        wait = {
+          error,
+          delayMs: retryAfter(response.headers.get('retry-after')) ?? backoff(reconnectMs, failures),
+        };
       } else {
         if (!response.headers.get('content-type')?.startsWith('text/event-stream') || !response.body) {
           throw fail({ status: response.status, reason: 'the answer is not an event stream' });
@@ -198,14 +201,20 @@ async function* streamEvents(
         } catch (cause) {
           if (cause instanceof PlantStoreError || signal?.aborted) throw cause;
           failures++;
-          wait = { error: fail({ status: 0, reason: failureReason(cause), cause }), delayMs: backoff(reconnectMs, failures) };
+          wait = {
+            error: fail({ status: 0, reason: failureReason(cause), cause }),
+            delayMs: backoff(reconnectMs, failures),
+          };
         }
       }
     } catch (cause) {
       if (signal?.aborted) return;
       if (cause instanceof PlantStoreError) throw cause;
       failures++;
-      wait = { error: fail({ status: 0, reason: failureReason(cause), cause }), delayMs: backoff(reconnectMs, failures) };
+      wait = {
+        error: fail({ status: 0, reason: failureReason(cause), cause }),
+        delayMs: backoff(reconnectMs, failures),
+      };
     } finally {
       signal?.removeEventListener('abort', abort);
       connection.abort();

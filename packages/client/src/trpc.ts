@@ -110,7 +110,11 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
     super(options);
     this.#url = url;
     // `onError` of the callback form gets a PlantStoreError (the method is overloaded: replaced here).
-    const subscribe = this.subscription.bind(this) as (path: string, input: unknown, opts?: object) => unknown;
+    const subscribe = this.subscription.bind(this) as (
+      path: string,
+      input: unknown,
+      opts?: object,
+    ) => unknown;
     this.subscription = ((path: string, input: unknown, opts?: { onError?: (error: unknown) => void }) => {
       const onError = opts?.onError;
       if (onError === undefined) return subscribe(path, input, opts);
@@ -132,7 +136,6 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
       throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
     });
   }
-
 }
 
 function toPlantStoreError(error: unknown, method: string, url: string): unknown {
@@ -152,7 +155,6 @@ function toPlantStoreError(error: unknown, method: string, url: string): unknown
   // or a subscription's EventSource failed (its error event has the status as `code`).
   const response = error.meta?.response as { status?: unknown } | undefined;
   const code = (error.cause as { code?: unknown } | undefined)?.code;
-  const status =
-    typeof response?.status === 'number' ? response.status : typeof code === 'number' ? code : 0;
+  const status = typeof response?.status === 'number' ? response.status : typeof code === 'number' ? code : 0;
   return new PlantStoreError({ method, url, status, reason: failureReason(error), cause: error });
 }

@@ -61,7 +61,11 @@ describe('REST client: events', () => {
     const reconnects: number[] = [];
     const stop = new AbortController();
     const events = collect(
-      rest.events({ after: 0n, signal: stop.signal, onReconnect: ({ error }) => reconnects.push(error.status) }),
+      rest.events({
+        after: 0n,
+        signal: stop.signal,
+        onReconnect: ({ error }) => reconnects.push(error.status),
+      }),
       () => stop.abort(),
     );
     await rest.createPlant({ id: 1n, name: 'Before' });
@@ -219,7 +223,7 @@ describe('tRPC client: plants.events', () => {
     events.stop();
   });
 
-  it('resubscribes after an answer other than 200 that is worth retrying (a proxy\'s 502)', async () => {
+  it("resubscribes after an answer other than 200 that is worth retrying (a proxy's 502)", async () => {
     const api = await start();
     let refused = 0;
     // The first two subscription requests meet a failing proxy; EventSource alone gives up on them.
