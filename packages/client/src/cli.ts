@@ -1,9 +1,11 @@
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import {
+  EventIdSchema,
   INTEGER_LITERAL,
   ListPlantsQuerySchema,
   MAX_LIST_LIMIT,
+  type PlantEvent,
   type PlantId,
   PlantIdSchema,
   type PlantWithId,
@@ -34,13 +36,18 @@ Commands:
   list [--limit <n>] [--after <id>] [--all]      list plants in id order (--all: every page)
   get <id>                                       show one plant
   delete <id>                                    delete one plant
+  watch [--after <event id>]                     print creates and deletes live until Ctrl-C
+                                                 (exit 0); reconnects by itself and resumes
+                                                 where it left off. --after: start after that
+                                                 event id (0: every event the server keeps)
 
 Options:
   --url <url>      the server (default: $PLANTS_URL, else ${DEFAULT_URL})
   --token <token>  the bearer token (default: $PLANTS_TOKEN; prefer the variable: arguments are
                    visible to other users of the machine)
-  --json           print JSON (ids as exact integers) instead of a table; errors go to stderr
-                   as the server's Error body {"error": <status>, "message": "..."}
+  --json           print JSON (ids as exact integers) instead of a table, for watch one event
+                   per line; errors go to stderr as the server's Error body
+                   {"error": <status>, "message": "..."}
   -h, --help       show this help
   --version        show the version
 
@@ -48,7 +55,8 @@ Ids are signed 64-bit integers, kept exact. A negative id needs "=" or "--":
   plants create --id=-5 --name Fern    plants get -- -5
 
 Exit status: 0 ok, 1 the server answered with an error, 2 wrong usage (nothing sent),
-3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s).
+3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s);
+watch keeps retrying instead, and exits 0 on Ctrl-C (SIGINT) or SIGTERM.
 `;
 
 const OPTIONS = {
@@ -168,11 +176,51 @@ async function remove(client: RestClient, _values: Values, [text]: string[], out
   out.print(out.json ? stringifyJson({ id, deleted: true }) : `Deleted plant ${id}.`);
 }
 
+async function watch(client: RestClient, values: Values, _operands: string[], out: Output): Promise<void> {
+  const after = values.after === undefined ? undefined : parseEventId(values.after);
+  const stop = new AbortController();
+  const end = () => stop.abort();
+  process.once('SIGINT', end);
+  process.once('SIGTERM', end);
+  if (!out.json) out.print(eventRow(['TIME', 'EVENT', 'PLANT', 'NAME', 'TAG']));
+  try {
+    const events = client.events({
+      after,
+      signal: stop.signal,
+      onReconnect: ({ error, delayMs }) =>
+        process.stderr.write(
+          `plants: ${error.serverMessage ?? failureDetail(error)}; reconnecting in ${delayMs / 1000} s\n`,
+        ),
+    });
+    for await (const event of events) out.print(out.json ? stringifyJson(event) : eventLine(event));
+  } finally {
+    process.off('SIGINT', end);
+    process.off('SIGTERM', end);
+  }
+}
+
+/** One event as a row: time, type, plant id, name, tag (a delete has neither name nor tag). */
+function eventLine({ createdAt, type, plant }: PlantEvent): string {
+  const { name = '', tag = '' } = 'name' in plant ? plant : {};
+  return eventRow([createdAt, type, String(plant.id), visible(name), visible(tag)]);
+}
+
+/** Fixed widths for what has a bound (an ISO time, the event type, an int64), so rows align as they come. */
+function eventRow([time, type, id, name, tag]: string[]): string {
+  return [time!.padEnd(24), type!.padEnd(13), id!.padStart(20), name, tag].join('  ').trimEnd();
+}
+
+/** What a PlantStoreError without a server message says after the method and URL. */
+function failureDetail(error: PlantStoreError): string {
+  return error.message.slice(error.message.indexOf(': ') + 2);
+}
+
 const COMMANDS = new Map<string, Command>([
   ['create', { options: ['id', 'name', 'tag'], operands: 0, run: create }],
   ['list', { options: ['limit', 'after', 'all'], operands: 0, run: list }],
   ['get', { options: [], operands: 1, run: get }],
   ['delete', { options: [], operands: 1, run: remove }],
+  ['watch', { options: ['after'], operands: 0, run: watch }],
 ]);
 
 function connect(values: Values): RestClient {
@@ -203,6 +251,12 @@ function parseId(text: string, what: string): bigint {
   throw new UsageError(
     `${what} must be an integer from -9223372036854775808 to 9223372036854775807 ("${text}").`,
   );
+}
+
+function parseEventId(text: string): bigint {
+  const parsed = INTEGER_LITERAL.test(text) ? EventIdSchema.safeParse(BigInt(text)) : undefined;
+  if (parsed?.success) return parsed.data;
+  throw new UsageError(`--after must be an event id, an integer from 0 to 9223372036854775807 ("${text}").`);
 }
 
 function parseLimit(text: string): number {

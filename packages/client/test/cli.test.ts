@@ -220,7 +220,15 @@ describe('plants usage and failures', () => {
     const run = await plants(['--help'], { PLANTS_TOKEN: undefined });
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Usage: plants <command> \[options\]/);
-    for (const text of ['create --id', 'list [--limit', 'get <id>', 'delete <id>', '--json', 'PLANTS_URL']) {
+    for (const text of [
+      'create --id',
+      'list [--limit',
+      'get <id>',
+      'delete <id>',
+      'watch [--after <event id>]',
+      '--json',
+      'PLANTS_URL',
+    ]) {
       expect(run.stdout).toContain(text);
     }
     expect(run.stdout).toContain('Exit status: 0 ok, 1 the server answered with an error, 2 wrong usage');
