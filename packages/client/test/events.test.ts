@@ -242,6 +242,29 @@ describe('tRPC client: plants.events', () => {
     events.stop();
   });
 
+  it('reports a resume id older than the retention to onError, once, without retrying', async () => {
+    const api = await start({ env: { EVENTS_RETENTION_MS: '1000' } });
+    const client = createTrpcClient({ baseUrl: api.url, token: TOKEN });
+    await client.plants.create.mutate({ id: 1n, name: 'Soon pruned' });
+    const deadline = Date.now() + 10_000;
+    while (!api.logs.some((line) => line.includes('"msg":"events pruned"')) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const events = subscribe(client, { after: 0n });
+    const error = await events.failed();
+    expect(error).toBeInstanceOf(PlantStoreError);
+    // tRPC has no 410: the server answers NOT_FOUND (404) with the message saying why.
+    expect(error).toMatchObject({
+      status: 404,
+      serverMessage:
+        'The events after 0 are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const subscriptions = api.logs.filter((line) => line.includes('"route":"/trpc/plants.events"'));
+    expect(subscriptions).toHaveLength(1);
+    events.stop();
+  });
+
   it('reports a wrong token to onError as a PlantStoreError (401), without retrying', async () => {
     const api = await start();
     const events = subscribe(createTrpcClient({ baseUrl: api.url, token: 'not-a-token' }), {});
