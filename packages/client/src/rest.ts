@@ -170,11 +170,11 @@ async function* streamEvents(
         const text = await response.text();
         const error = fail({ status: response.status, body: errorBody(text), reason: response.statusText });
         if (!RETRIED.has(response.status)) throw error;
-        failures++;
-        wait = {
-          error,
-          delayMs: retryAfter(response.headers.get('retry-after')) ?? backoff(reconnectMs, failures),
-        };
+        // A server that says when to come back is waited for as it says, without growing the backoff:
+        // a long shutdown answering 503 must not leave a 30 s wait for the instance that replaces it.
+        const told = retryAfter(response.headers.get('retry-after'));
+        if (told === undefined) failures++;
+        wait = { error, delayMs: told ?? backoff(reconnectMs, failures) };
       } else {
         if (!response.headers.get('content-type')?.startsWith('text/event-stream') || !response.body) {
           throw fail({ status: response.status, reason: 'the answer is not an event stream' });

@@ -54,45 +54,51 @@ describe('REST client: events', () => {
     await again.stop();
   });
 
-  it('resumes across a SIGKILL and a restart on the same file: every committed event once, in order', async () => {
-    let api = await start();
-    const { dataDir, url } = api;
-    const rest = createRestClient({ baseUrl: url, token: TOKEN });
-    const reconnects: number[] = [];
-    const stop = new AbortController();
-    const events = collect(
-      rest.events({
-        after: 0n,
-        signal: stop.signal,
-        onReconnect: ({ error }) => reconnects.push(error.status),
-      }),
-      () => stop.abort(),
-    );
-    await rest.createPlant({ id: 1n, name: 'Before' });
-    await events.until(1);
-    // Committed, then the process dies at once: whether or not it went out, it must arrive once.
-    await rest.createPlant({ id: 2n, name: 'Just before the kill' });
-    await api.kill();
-    api = await start({ dataDir, env: { PORT: portOf(url) } });
-    await rest.createPlant({ id: 3n, name: 'After the restart' });
-    await rest.deletePlant(1n);
-    await events.until(4);
-    await rest.createPlant({ id: 4n, name: 'Live again' });
-    const got = await events.until(5);
-    expect(got.map(shape)).toStrictEqual([
-      created(1n, 'Before'),
-      created(2n, 'Just before the kill'),
-      created(3n, 'After the restart'),
-      deleted(1n),
-      created(4n, 'Live again'),
-    ]);
-    expect(new Set(got.map(({ id }) => id)).size).toBe(5);
-    expect(reconnects.length).toBeGreaterThan(0);
-    // Nothing more: no repeat arrives later.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(events.items).toHaveLength(5);
-    await events.stop();
-  });
+  it.each([
+    ['a SIGKILL', (api: ApiProcess) => api.kill()],
+    ['a graceful stop (SIGTERM: the stream ends cleanly)', (api: ApiProcess) => api.stop()],
+  ])(
+    'resumes across %s and a restart on the same file: every committed event once, in order',
+    async (_, end) => {
+      let api = await start();
+      const { dataDir, url } = api;
+      const rest = createRestClient({ baseUrl: url, token: TOKEN });
+      const reconnects: number[] = [];
+      const stop = new AbortController();
+      const events = collect(
+        rest.events({
+          after: 0n,
+          signal: stop.signal,
+          onReconnect: ({ error }) => reconnects.push(error.status),
+        }),
+        () => stop.abort(),
+      );
+      await rest.createPlant({ id: 1n, name: 'Before' });
+      await events.until(1);
+      // Committed, then the process dies at once: whether or not it went out, it must arrive once.
+      await rest.createPlant({ id: 2n, name: 'Just before the kill' });
+      await end(api);
+      api = await start({ dataDir, env: { PORT: portOf(url) } });
+      await rest.createPlant({ id: 3n, name: 'After the restart' });
+      await rest.deletePlant(1n);
+      await events.until(4);
+      await rest.createPlant({ id: 4n, name: 'Live again' });
+      const got = await events.until(5);
+      expect(got.map(shape)).toStrictEqual([
+        created(1n, 'Before'),
+        created(2n, 'Just before the kill'),
+        created(3n, 'After the restart'),
+        deleted(1n),
+        created(4n, 'Live again'),
+      ]);
+      expect(new Set(got.map(({ id }) => id)).size).toBe(5);
+      expect(reconnects.length).toBeGreaterThan(0);
+      // Nothing more: no repeat arrives later.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(events.items).toHaveLength(5);
+      await events.stop();
+    },
+  );
 
   it('waits as Retry-After says on 429 (too many streams for this token), then connects', async () => {
     const api = await start({ env: { EVENT_STREAMS_PER_TOKEN: '1' } });
