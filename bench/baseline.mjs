@@ -1,7 +1,9 @@
 // The baseline for `pnpm bench`: the smallest correct node:http + better-sqlite3 server for the
 // POST /plants contract (bearer auth, exact int64 ids, 400/401/409 as Error bodies), with WAL and
-// synchronous=NORMAL, so commits are not fsync'd before the answer. It marks the ceiling one Node
-// process reaches; the api must come close to it while fsyncing every acknowledged create.
+// synchronous=NORMAL, so commits are not fsync'd before the answer, and for the reads
+// GET /plants/{id} (404 when absent) and GET /plants?limit=N (ascending ids, a Link header while
+// more remain), answered by prepared statements and a JSON writer for the one row shape. It marks
+// the ceiling one Node process reaches; the api must come close to it.
 import { createServer } from 'node:http';
 import Database from 'better-sqlite3';
 import { isInteger, parse } from 'lossless-json';
@@ -13,6 +15,9 @@ db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
 db.exec('CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
 const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING');
+const get = db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').safeIntegers(true);
+const list = db.prepare('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?').safeIntegers(true);
+const INT = /^-?\d{1,19}$/;
 const MIN = -(2n ** 63n);
 const MAX = 2n ** 63n - 1n;
 
@@ -22,13 +27,50 @@ function send(res, status, body) {
   res.end(text);
 }
 
-createServer((req, res) => {
-  if (req.method !== 'POST' || req.url !== '/plants')
+function plantJson(row) {
+  const tag = row.tag === null ? '' : `,"tag":${JSON.stringify(row.tag)}`;
+  return `{"id":${row.id},"name":${JSON.stringify(row.name)}${tag}}`;
+}
+
+function sendJson(res, text, headers) {
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+function read(req, res) {
+  const url = new URL(req.url, 'http://x');
+  if (url.pathname === '/plants') {
+    const limit = Number(url.searchParams.get('limit') ?? 20);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      return send(res, 400, { error: 400, message: 'Bad limit.' });
+    const rows = list.all(limit + 1);
+    const page = rows.slice(0, limit);
+    const headers =
+      rows.length > limit ? { link: `</plants?limit=${limit}&after=${page[limit - 1].id}>; rel="next"` } : {};
+    return sendJson(res, `[${page.map(plantJson).join(',')}]`, headers);
+  }
+  const id = url.pathname.slice('/plants/'.length);
+  if (!url.pathname.startsWith('/plants/') || !INT.test(id))
     return send(res, 404, { error: 404, message: 'Not found.' });
+  const value = BigInt(id);
+  if (value < MIN || value > MAX) return send(res, 400, { error: 400, message: 'Bad id.' });
+  const row = get.get(value);
+  if (row === undefined) return send(res, 404, { error: 404, message: 'No such plant.' });
+  sendJson(res, plantJson(row));
+}
+
+createServer((req, res) => {
   if (req.headers.authorization !== `Bearer ${token}`) {
     res.setHeader('www-authenticate', 'Bearer');
     return send(res, 401, { error: 401, message: 'Bad token.' });
   }
+  if (req.method === 'GET' && req.url.startsWith('/plants')) return read(req, res);
+  if (req.method !== 'POST' || req.url !== '/plants')
+    return send(res, 404, { error: 404, message: 'Not found.' });
   const chunks = [];
   req.on('data', (chunk) => chunks.push(chunk));
   req.on('end', () => {

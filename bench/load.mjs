@@ -4,12 +4,13 @@
 //
 //   node bench/load.mjs '<json config>'
 //
-// Config: { url, token, scenario, connections, duration, warmup, idMode, idStart, batch }.
+// Config: { url, token, scenario, connections, duration, warmup, idMode, idStart, idModulo, batch }.
+// With idModulo (reads), the counter wraps: ids cycle through idStart+1 … idModulo.
 // Writes JSON lines to stdout: {"event":"measuring"} when the measured phase starts, then
 // {"event":"done","result":{…}}. Latencies are autocannon's per-response times (ms, every
 // response), kept exactly instead of autocannon's whole-millisecond histogram.
 import autocannon from 'autocannon';
-import { buildRequest, countBatchAnswer, createsPerRequest, idText } from './lib/workload.mjs';
+import { buildRequest, countBatchAnswer, createsPerRequest, idText, isRead } from './lib/workload.mjs';
 
 const config = JSON.parse(process.argv[2] ?? '{}');
 const { url, token, scenario, connections, duration, warmup, idMode, batch } = config;
@@ -18,7 +19,10 @@ let counter = config.idStart;
 
 function nextIds() {
   const ids = [];
-  for (let i = 0; i < perRequest; i++) ids.push(idText(idMode, counter++));
+  for (let i = 0; i < perRequest; i++) {
+    ids.push(idText(idMode, config.idModulo ? counter % config.idModulo : counter));
+    counter++;
+  }
   return ids;
 }
 
@@ -53,7 +57,9 @@ function run(seconds, measured) {
         connections,
         duration: seconds,
         timeout: 10,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: isRead(scenario)
+          ? { authorization: `Bearer ${token}` }
+          : { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         requests: [
           {
             setupRequest: (request) => ({ ...request, ...buildRequest(scenario, nextIds()) }),

@@ -9,7 +9,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { loadAverage, machineInfo } from './lib/machine.mjs';
-import { redact } from './lib/postgres.mjs';
+import { writeChart } from './lib/chart.mjs';
+import { DEFAULT_POSTGRES_URL, postgresAnswers, redact } from './lib/postgres.mjs';
 import { renderMarkdown } from './lib/report.mjs';
 import { progress, warn, warnings } from './lib/session.mjs';
 import { readCommands, readSettings, UsageError } from './lib/settings.mjs';
@@ -22,13 +23,15 @@ import {
 } from './lib/system.mjs';
 import { targets } from './lib/targets.mjs';
 import { checkSuperjsonFormat } from './lib/workload.mjs';
+import { backlog } from './scenarios/backlog.mjs';
 import { cold } from './scenarios/cold.mjs';
-import { compare } from './scenarios/compare.mjs';
+import { compare, resolveScenarios } from './scenarios/compare.mjs';
 import { growth } from './scenarios/growth.mjs';
+import { profile } from './scenarios/profile.mjs';
 import { soak } from './scenarios/soak.mjs';
 
 /** The commands, in the order they run whatever order they are given in. */
-const BENCHES = { compare, growth, soak, cold };
+const BENCHES = { compare, backlog, growth, soak, cold, profile };
 
 async function main() {
   let commands;
@@ -45,6 +48,20 @@ async function main() {
   }
   if (!existsSync(API_MAIN)) {
     console.error(`${API_MAIN} is missing: build the api first (pnpm --filter @plant-store/api build)`);
+    process.exit(2);
+  }
+  if (settings.databaseUrl === 'none') settings.databaseUrl = undefined;
+  else if (settings.databaseUrl === undefined) {
+    if (await postgresAnswers(DEFAULT_POSTGRES_URL)) settings.databaseUrl = DEFAULT_POSTGRES_URL;
+    else
+      warn(
+        `no PostgreSQL at ${DEFAULT_POSTGRES_URL} (set BENCH_DATABASE_URL): the PostgreSQL scenarios did not run`,
+      );
+  }
+  try {
+    settings.scenarios = resolveScenarios(settings);
+  } catch (error) {
+    console.error(error.message);
     process.exit(2);
   }
   installCleanup();
@@ -84,6 +101,8 @@ async function main() {
       growthIds: settings.growthIds,
       growthSizes: settings.growthSizes,
       soakSeconds: settings.soakSeconds,
+      backlogSeconds: settings.backlogSeconds,
+      profileSeconds: settings.profileSeconds,
       coldRuns: settings.coldRuns,
       apiLog: settings.apiLog,
       pinning: plan.enabled ? { serverCpu: plan.serverCpu, loadCpu: plan.loadCpu } : { off: plan.why },
@@ -93,17 +112,19 @@ async function main() {
     warnings,
     ...results,
   };
-  const markdown = renderMarkdown(report);
   mkdirSync(dirname(settings.out), { recursive: true });
+  if (report.compare) report.chart = writeChart(report, `${settings.out}.svg`);
+  const markdown = renderMarkdown(report);
   writeFileSync(`${settings.out}.json`, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(`${settings.out}.md`, markdown);
   process.stdout.write(`\n${markdown}`);
-  progress(`\nwrote ${settings.out}.json and ${settings.out}.md`);
+  progress(`\nwrote ${settings.out}.json, .md${report.chart ? ' and .svg' : ''}`);
 
   const harnessFailed =
     Object.values(results.compare?.summary ?? {}).some((s) => s.failed > 0) ||
     Object.values(results.growth?.summary ?? {}).some((s) => s.failed > 0) ||
     Boolean(results.soak?.error) ||
+    Boolean(results.backlog?.error) ||
     (results.cold?.failures.length ?? 0) > 0;
   const targetFailed = report.targets.some((t) => t.result === 'FAIL');
   process.exitCode = harnessFailed || (settings.strict && targetFailed) ? 1 : 0;

@@ -5,17 +5,32 @@ import { mb, round3 } from './format.mjs';
 import { scanLog } from './server-log.mjs';
 import { TOKEN } from './session.mjs';
 import { processStats, runLoad, sampleMemory, send, spawnServer } from './system.mjs';
-import { buildRequest, createsPerRequest, idText, PLANT_NAME, PLANT_TAG } from './workload.mjs';
+import {
+  buildRequest,
+  createsPerRequest,
+  idText,
+  isRead,
+  LIST_LIMIT,
+  PLANT_NAME,
+  PLANT_TAG,
+} from './workload.mjs';
 
 /** A server under test with this invocation's token and log setting (BENCH_API_LOG). */
 export function startServer(settings, kind, options) {
+  if (kind === 'api' && settings.profileDir)
+    options = {
+      ...options,
+      flags: [...(options.flags ?? []), '--cpu-prof', `--cpu-prof-dir=${settings.profileDir}`],
+    };
   return spawnServer(kind, { ...options, token: TOKEN, logToFile: settings.apiLog === 'file' });
 }
 
 /**
  * One run of `load` against a fresh `kind` server ('api' or 'baseline') on `dir` (or
  * `databaseUrl`): ids from `idStart` on, `warmup` then `duration` seconds, RSS every
- * `sampleEveryMs`; `countRows` counts what the store holds afterwards.
+ * `sampleEveryMs`; `countRows` counts what the store holds afterwards. `env` is added to the
+ * server's environment; `idModulo` makes read ids cycle; `afterLoad(run)` is called once the load
+ * has stopped, before the server is, and its fields are added to the run.
  */
 export async function measureRun(
   settings,
@@ -31,9 +46,12 @@ export async function measureRun(
     sampleEveryMs = 250,
     countRows,
     keepSamples = false,
+    env,
+    idModulo,
+    afterLoad,
   },
 ) {
-  const server = await startServer(settings, kind, { dir, databaseUrl });
+  const server = await startServer(settings, kind, { dir, databaseUrl, env });
   try {
     await server.ready();
     const perRequest = createsPerRequest(load, settings.batch);
@@ -52,6 +70,7 @@ export async function measureRun(
         warmup,
         idMode,
         idStart: idStart + perRequest,
+        idModulo,
         batch: settings.batch,
       },
       {
@@ -64,9 +83,10 @@ export async function measureRun(
     const cpuEnd = processStats(server.pid)?.cpuSeconds;
     const wall = (performance.now() - measureStart) / 1000;
     const { samples, peakKb } = memory.stop();
+    const extra = afterLoad ? await afterLoad(result) : {};
     const exit = await server.stop();
     const log = server.logFile ? await scanLog(server.logFile) : undefined;
-    const acked = perRequest + (result.warmup?.creates ?? 0) + result.creates;
+    const acked = isRead(load) ? undefined : perRequest + (result.warmup?.creates ?? 0) + result.creates;
     const stored = countRows ? await countRows() : undefined;
     return {
       ...result,
@@ -78,6 +98,7 @@ export async function measureRun(
       serverLog: log,
       acked,
       stored,
+      ...extra,
     };
   } finally {
     await server.stop();
@@ -89,7 +110,9 @@ async function preflight(url, load, ids) {
   const request = buildRequest(load, ids);
   const answer = await send(url, {
     ...request,
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    headers: isRead(load)
+      ? { authorization: `Bearer ${TOKEN}` }
+      : { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
   });
   const fail = (why) => {
     throw new Error(
@@ -104,7 +127,12 @@ async function preflight(url, load, ids) {
     fail('answer is not JSON');
   }
   const isPlant = (plant) => plant?.name === PLANT_NAME && plant?.tag === PLANT_TAG;
-  if (load === 'trpc') {
+  if (load === 'get') {
+    if (!isPlant(body) || typeof body.id !== 'number') fail('expected a Plant with its id');
+  } else if (load === 'list') {
+    if (!Array.isArray(body) || body.length !== LIST_LIMIT || !body.every(isPlant))
+      fail(`expected an array of ${LIST_LIMIT} plants`);
+  } else if (load === 'trpc') {
     if (!isPlant(body?.result?.data?.json)) fail('expected {result:{data:{json:Plant}}}');
   } else if (load === 'trpc-batch') {
     if (!Array.isArray(body) || body.length !== ids.length)

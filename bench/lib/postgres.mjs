@@ -64,3 +64,22 @@ export function redact(url) {
     return 'the given URL';
   }
 }
+
+/** The server `pnpm bench` uses when BENCH_DATABASE_URL is unset: the local one, if it answers. */
+export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Whether a PostgreSQL server answers at `url` within a second. */
+export async function postgresAnswers(url) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

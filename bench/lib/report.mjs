@@ -20,7 +20,7 @@ function failedRow(label, width, error) {
 }
 
 /** The columns both run tables (compare, growth) share, and their cells. */
-const HEALTH_HEAD = ['non-2xx', 'errors', 'peak RSS MB', 'server CPU'];
+const HEALTH_HEAD = ['non-2xx', 'errors', 'peak RSS MiB', 'server CPU'];
 const health = (r) => [num(r.non2xx), num(r.errors), num(r.peakRssMb), pct(r.serverCpu)];
 
 export function renderMarkdown(report) {
@@ -38,6 +38,12 @@ export function renderMarkdown(report) {
       ` · load average ${m.loadAverageAtStart.join(' ')} at start, ${m.loadAverageAtEnd.join(' ')} at end · ${m.benchSeconds} s in all`,
   );
   out.push('');
+  const load1 = m.loadAverageAtStart[0];
+  if (load1 > 0.5)
+    out.push(
+      `> **Measured under contention**: the load average was ${load1} at start (other work on this machine), so these figures are noisy and not the official ones.`,
+      '',
+    );
 
   if (report.targets.length > 0) {
     out.push('## Targets', '');
@@ -49,6 +55,7 @@ export function renderMarkdown(report) {
     );
     out.push('');
   }
+  if (report.chart) out.push(`![The api beside its baselines](${report.chart})`, '');
 
   const c = report.compare?.summary;
   if (c) {
@@ -58,9 +65,10 @@ export function renderMarkdown(report) {
     );
     const rows = Object.entries(c).map(([name, r]) =>
       r.runs === 0
-        ? failedRow(r.title ?? name, 13, r.error)
+        ? failedRow(r.title ?? name, 14, r.error)
         : [
             r.title ?? name,
+            r.against === name ? '—' : r.against,
             int(r.reqPerSec),
             int(r.createsPerSec),
             x(r.vsBaseline),
@@ -76,19 +84,66 @@ export function renderMarkdown(report) {
       table(
         [
           'scenario',
+          'against',
           'req/s',
-          'creates/s',
-          'creates/s × baseline',
+          'creates/s (reads: 200s/s)',
+          '× its baseline',
           'p50 ms',
           'p99 ms',
           'p99 × baseline',
           ...HEALTH_HEAD,
           'load CPU',
-          'creates/s per run',
+          'per run',
         ],
         rows,
       ),
     );
+    out.push('');
+    for (const [name, r] of Object.entries(c)) {
+      if (r.backlogSeconds)
+        out.push(
+          `- ${name}: outbox backlog when the load stopped, in seconds of traffic, per run: ${r.backlogSeconds.join(' · ')}`,
+        );
+    }
+    out.push('');
+  }
+
+  const b = report.backlog;
+  if (b) {
+    out.push(
+      `## Webhook backlog: ${b.seconds} s of REST creates with one subscriber (fast receiver on loopback)`,
+      '',
+    );
+    if (b.error) out.push(`Failed: ${b.error}`);
+    else
+      out.push(
+        table(
+          [
+            'creates/s',
+            'p99 ms',
+            'non-2xx',
+            'errors',
+            'acknowledged',
+            'delivered',
+            'pending at the end',
+            'backlog (s of traffic)',
+            'peak RSS MiB',
+          ],
+          [
+            [
+              int(b.createsPerSec),
+              ms(b.p99),
+              num(b.non2xx),
+              num(b.errors),
+              num(b.acked),
+              num(b.received),
+              num(b.pending),
+              num(b.backlogSeconds),
+              num(b.peakRssMb),
+            ],
+          ],
+        ),
+      );
     out.push('');
   }
 
@@ -140,6 +195,8 @@ export function renderMarkdown(report) {
             'RSS max MB',
             'peak RSS (VmHWM) MB',
             `RSS trend ${k.trendWindow}`,
+            'max RSS, 2nd minute',
+            'max RSS, last minute',
           ],
           [
             [
@@ -155,6 +212,8 @@ export function renderMarkdown(report) {
               k.trendMbPerMin === null
                 ? 'n/a'
                 : `${k.trendMbPerMin >= 0 ? '+' : ''}${k.trendMbPerMin} MB/min`,
+              num(k.secondMinuteMaxMb),
+              num(k.lastMinuteMaxMb),
             ],
           ],
         ),
@@ -182,13 +241,49 @@ export function renderMarkdown(report) {
     out.push('');
   }
 
+  const p = report.profile;
+  if (p && Object.keys(p).length > 0) {
+    out.push(
+      `## Where the time goes: the api under \`node --cpu-prof\`, ${s.profileSeconds} s of each scenario`,
+      '',
+      'Self time (the function itself, not what it calls), as a share of the time the server process was busy (the profile covers its whole life, start-up and warm-up included; idle time left out); "(program)" is native code outside JavaScript (the HTTP parser, syscalls, SQLite), "native" are V8 built-ins. Bundled code is mapped back to its package and line through the source map.',
+      '',
+    );
+    for (const [name, r] of Object.entries(p)) {
+      if (r.error) {
+        out.push(`### ${name}`, '', `Failed: ${r.error}`, '');
+        continue;
+      }
+      out.push(
+        `### ${r.title} (${int(r.createsPerSec)}/s under the profiler, busy ${r.busyPct}% of the time)`,
+        '',
+      );
+      out.push(
+        `By package: ${r.packages
+          .slice(0, 12)
+          .map((x) => `${x.package} ${x.selfPct}%`)
+          .join(' · ')}`,
+        '',
+      );
+      out.push(
+        table(
+          ['self %', 'package', 'where', 'code'],
+          r.functions
+            .slice(0, 12)
+            .map((f) => [f.selfPct, f.package, f.where, `\`${f.code.replace(/`/g, "'")}\``]),
+        ),
+      );
+      out.push('');
+    }
+  }
+
   if (report.warnings.length > 0) {
     out.push('## Notes from this run', '');
     for (const w of report.warnings) out.push(`- ${w}`);
     out.push('');
   }
   out.push(
-    'Reproduce: `pnpm bench` (all) or `node bench/run.mjs compare|growth|soak|cold` after `pnpm --filter @plant-store/api build`; knobs in bench/README.md.',
+    'Reproduce: `pnpm bench` (all) or `node bench/run.mjs compare|backlog|growth|soak|cold|profile` after `pnpm --filter @plant-store/api build`; knobs in bench/README.md.',
     '',
   );
   return out.join('\n');

@@ -4,18 +4,23 @@
 import { resolve } from 'node:path';
 import { ROOT } from './system.mjs';
 
-export const COMMANDS = ['compare', 'growth', 'soak', 'cold'];
-const HELP = `usage: node bench/run.mjs [compare|growth|soak|cold|all]...   (default: all)
+export const COMMANDS = ['compare', 'backlog', 'growth', 'soak', 'cold', 'profile'];
+const HELP = `usage: node bench/run.mjs [compare|backlog|growth|soak|cold|profile|all]...   (default: all)
 
-  compare  baseline vs api: REST, tRPC one call per request, tRPC batched (and PostgreSQL REST
-           when BENCH_DATABASE_URL is set), interleaved, BENCH_RUNS runs each
+  compare  the api beside its baselines, interleaved, BENCH_RUNS runs each: creates over REST, tRPC
+           (one call, batched), REST with one webhook subscriber, GET /plants/{id} and
+           GET /plants?limit=100 against bare node:http + SQLite servers, and, with PostgreSQL,
+           REST creates against a hand-written node:http + pg server
+  backlog  BENCH_BACKLOG_SECONDS of REST creates with one webhook subscriber: the outbox backlog
   growth   REST create throughput/latency with BENCH_GROWTH_SIZES plants already stored
-  soak     BENCH_SOAK_SECONDS of REST creates, server RSS sampled every second
+  soak     BENCH_SOAK_SECONDS of REST creates, server RSS every second, the plateau rule
   cold     spawn to first 200 on POST /plants, median of BENCH_COLD_RUNS
+  profile  one run of each api scenario under node --cpu-prof: top self time by function and package
 
-Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=3 BENCH_CONNECTIONS=50
-  BENCH_BATCH=10 BENCH_SCENARIOS=baseline,rest,trpc,trpc-batch[,postgres] BENCH_DATABASE_URL=
-  BENCH_GROWTH_SIZES=0,100k,1M BENCH_GROWTH_IDS=scattered BENCH_IDS=seq BENCH_SOAK_SECONDS=60
+Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=5 BENCH_CONNECTIONS=50
+  BENCH_BATCH=10 BENCH_SCENARIOS=<all> BENCH_DATABASE_URL=<local server if it answers>|none
+  BENCH_BACKLOG_SECONDS=60 BENCH_PROFILE_SECONDS=5 BENCH_PROFILE_SCENARIOS=<every api scenario>
+  BENCH_GROWTH_SIZES=0,100k,1M BENCH_GROWTH_IDS=scattered BENCH_IDS=seq BENCH_SOAK_SECONDS=300
   BENCH_SOAK_MAX_SLOPE=2 (MB/min) BENCH_COLD_RUNS=5 BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 BENCH_PIN=1
   BENCH_TMPDIR=<os tmpdir> BENCH_API_LOG=file|null BENCH_OUT=bench/results/latest BENCH_KEEP=0
   BENCH_STRICT=0 (1: exit 1 when a target fails)`;
@@ -49,27 +54,14 @@ function oneOf(name, fallback, allowed) {
 export function readSettings() {
   const env = process.env;
   const databaseUrl = env.BENCH_DATABASE_URL?.trim() || undefined;
-  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new UsageError('BENCH_DATABASE_URL must be a postgres:// or postgresql:// URL');
+  if (databaseUrl && databaseUrl !== 'none' && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new UsageError('BENCH_DATABASE_URL must be a postgres:// or postgresql:// URL, or none');
   }
-  const allScenarios = ['baseline', 'rest', 'trpc', 'trpc-batch', ...(databaseUrl ? ['postgres'] : [])];
-  let scenarios = allScenarios;
-  if (env.BENCH_SCENARIOS?.trim()) {
-    scenarios = env.BENCH_SCENARIOS.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-    for (const name of scenarios) {
-      if (!allScenarios.includes(name)) {
-        throw new UsageError(
-          name === 'postgres'
-            ? 'the postgres scenario needs BENCH_DATABASE_URL=postgres://…'
-            : `unknown scenario ${name} (${allScenarios.join(', ')})`,
-        );
-      }
-    }
-    // Every ratio is against the baseline of the same run.
-    if (!scenarios.includes('baseline')) scenarios.unshift('baseline');
-  }
+  const scenarios = env.BENCH_SCENARIOS?.trim()
+    ? env.BENCH_SCENARIOS.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
   const sizes = (env.BENCH_GROWTH_SIZES?.trim() || '0,100k,1M').split(',').map((s) => parseCount(s.trim()));
   if (sizes.some((n) => !Number.isInteger(n) || n < 0))
     throw new UsageError('BENCH_GROWTH_SIZES must list counts like 0,100k,1M');
@@ -78,15 +70,19 @@ export function readSettings() {
   return {
     duration: intEnv('BENCH_DURATION', 10, 1),
     warmup: intEnv('BENCH_WARMUP', 3, 0),
-    runs: intEnv('BENCH_RUNS', 3, 1),
+    runs: intEnv('BENCH_RUNS', 5, 1),
     connections: intEnv('BENCH_CONNECTIONS', 50, 1),
     batch: intEnv('BENCH_BATCH', 10, 1),
+    /** The scenarios asked for (all when undefined); `resolveScenarios` checks and completes them. */
     scenarios,
+    /** `none`: no PostgreSQL scenarios; unset: the local server when it answers (run.mjs). */
     databaseUrl,
+    backlogSeconds: intEnv('BENCH_BACKLOG_SECONDS', 60, 5),
+    profileSeconds: intEnv('BENCH_PROFILE_SECONDS', 5, 1),
     growthSizes: [...new Set(sizes)].sort((a, b) => a - b),
     growthIds: oneOf('BENCH_GROWTH_IDS', 'scattered', ['seq', 'scattered']),
     ids: oneOf('BENCH_IDS', 'seq', ['seq', 'scattered']),
-    soakSeconds: intEnv('BENCH_SOAK_SECONDS', 60, 3),
+    soakSeconds: intEnv('BENCH_SOAK_SECONDS', 300, 3),
     soakMaxSlope: slopeLimit,
     coldRuns: intEnv('BENCH_COLD_RUNS', 5, 1),
     tmpBase: resolve(env.BENCH_TMPDIR?.trim() || (process.env.TMPDIR ?? '/tmp')),

@@ -23,6 +23,8 @@ export const API_NODE_FLAGS = (() => {
     .filter(Boolean);
 })();
 export const BASELINE = join(ROOT, 'bench/baseline.mjs');
+export const BASELINE_PG = join(ROOT, 'bench/baseline-pg.mjs');
+export const RECEIVER = join(ROOT, 'bench/receiver.mjs');
 export const LOAD = join(ROOT, 'bench/load.mjs');
 export const HOST = '127.0.0.1';
 
@@ -128,6 +130,7 @@ export function setPinning(plan) {
 
 /** Spawns `node <args>` pinned to `cpu` when pinning is on; the child's pid is node's (taskset execs). */
 function spawnNode(cpu, args, options) {
+  if (cpu === 'load') cpu = pinning.loadCpu;
   if (pinning.enabled) {
     return track(spawn(pinning.taskset, ['-c', String(cpu), process.execPath, ...args], options));
   }
@@ -191,7 +194,7 @@ function pick(env, names) {
  * The environment of each server kind. `api`: the built api in production mode with logging on at
  * the default level; `databaseUrl` is `file:<path>` (SQLite) or `postgres://…`.
  */
-function serverCommand(kind, { port, token, dir, databaseUrl }) {
+function serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv = {} }) {
   const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir };
   if (kind === 'api') {
     return {
@@ -209,9 +212,17 @@ function serverCommand(kind, { port, token, dir, databaseUrl }) {
         RATE_LIMIT_MAX: '1000000000',
         // PostgreSQL pool tuning, when the developer sets it for the bench.
         ...pick(process.env, ['DATABASE_POOL_SIZE', 'DATABASE_TIMEOUT_MS']),
+        ...extraEnv,
       },
     };
   }
+  if (kind === 'baseline-pg') {
+    return {
+      script: BASELINE_PG,
+      env: { ...base, PORT: String(port), API_TOKENS: token, DATABASE_URL: databaseUrl },
+    };
+  }
+  if (kind === 'receiver') return { script: RECEIVER, env: { ...base, PORT: String(port) } };
   if (kind === 'baseline') {
     return {
       script: BASELINE,
@@ -225,12 +236,15 @@ function serverCommand(kind, { port, token, dir, databaseUrl }) {
  * Spawns a server pinned to the server core, stdout (the api's JSON log lines) to `<dir>/<kind>.log`
  * or nowhere. Resolves once it is spawned; call `ready()` to wait until it answers HTTP.
  */
-export async function spawnServer(kind, { dir, token, databaseUrl, logToFile = true, port }) {
+export async function spawnServer(
+  kind,
+  { dir, token, databaseUrl, logToFile = true, port, env: extraEnv, flags: extraFlags = [], cpu },
+) {
   port ??= await freePort();
-  const { script, env, flags = [] } = serverCommand(kind, { port, token, dir, databaseUrl });
+  const { script, env, flags = [] } = serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv });
   const logFile = logToFile ? join(dir, `${kind}.log`) : undefined;
   const out = logFile ? openSync(logFile, 'a') : 'ignore';
-  const child = spawnNode(pinning.serverCpu, [...flags, script], {
+  const child = spawnNode(cpu ?? pinning.serverCpu, [...flags, ...extraFlags, script], {
     env,
     stdio: ['ignore', out, 'pipe'],
     cwd: dir,

@@ -1,6 +1,20 @@
-// The targets of issue 3, each with its figure and PASS/FAIL (n/a when this run has no figure).
+// The targets of issue 13, each with its figure and PASS/FAIL (n/a when this run has no figure).
 
-import { fmtCount, fmtMs, fmtRatio } from './format.mjs';
+import { fmtMs, fmtRatio } from './format.mjs';
+
+/** Largest peak RSS of the server in any scenario (MiB). */
+export const RSS_LIMIT_MB = 150;
+
+/** Each compared scenario's target: the least ratio to its baseline's throughput. */
+export const RATIO_TARGETS = {
+  rest: 0.75,
+  postgres: 1.2,
+  trpc: 0.55,
+  'trpc-batch': 0.9,
+  get: 0.65,
+  list: 0.65,
+  webhook: 0.55,
+};
 
 export function targets(results, settings) {
   const list = [];
@@ -10,58 +24,91 @@ export function targets(results, settings) {
       figure,
       result: pass === null || pass === undefined ? 'n/a' : pass ? 'PASS' : 'FAIL',
     });
-  /** A ratio that must reach `min`; n/a without one. */
-  const atLeast = (target, r, min) => add(target, fmtRatio(r), r === null ? null : r >= min);
+  /** A scenario's ratio to its baseline, which must reach `min`. */
+  const atLeast = (target, s, min) => {
+    if (!s) return;
+    const r = s.vsBaseline;
+    add(target, s.runs === 0 ? 'failed' : fmtRatio(r), s.runs === 0 ? false : r === null ? null : r >= min);
+  };
   const c = results.compare?.summary;
   if (c) {
-    const base = c.baseline;
     const rest = c.rest;
-    if (rest && base) {
-      atLeast('REST create ≥ 0.60× baseline req/s', rest.vsBaseline, 0.6);
+    atLeast('REST create, SQLite, ≥ 0.75× the bare SQLite baseline', rest, RATIO_TARGETS.rest);
+    if (rest && c.baseline && rest.runs > 0) {
       add(
-        'REST p99 ≤ 2× baseline p99',
-        rest.p99 === null || rest.p99 === undefined
+        'REST create p99 ≤ 1.5× the baseline p99',
+        rest.p99 === null
           ? 'n/a'
-          : `${fmtMs(rest.p99)} ms vs ${fmtMs(base.p99)} ms (${fmtRatio(rest.p99VsBaseline)})`,
-        rest.p99VsBaseline === null ? null : rest.p99VsBaseline <= 2,
-      );
-      add(
-        'REST zero non-2xx (and no errors)',
-        rest.runs ? `${rest.non2xx} non-2xx, ${rest.errors} errors` : 'n/a',
-        rest.runs ? rest.non2xx === 0 && rest.errors === 0 : null,
+          : `${fmtMs(rest.p99)} ms vs ${fmtMs(c.baseline.p99)} ms (${fmtRatio(rest.p99VsBaseline)})`,
+        rest.p99VsBaseline === null ? null : rest.p99VsBaseline <= 1.5,
       );
     }
-    const batch = c['trpc-batch'];
-    if (batch && base) {
-      atLeast(`tRPC batched (${settings.batch}/request) ≥ 0.60× baseline creates/s`, batch.vsBaseline, 0.6);
-    }
-    const one = c.trpc;
-    if (one && base) {
-      atLeast('tRPC one call per request ≥ 0.30× baseline creates/s', one.vsBaseline, 0.3);
-    }
-    const pg = c.postgres;
-    if (pg && base)
-      add('PostgreSQL REST create (no target; ratio vs baseline)', fmtRatio(pg.vsBaseline), null);
-    const checked = Object.values(c).filter((r) => r.runs > 0 && r.stored !== null && r.stored !== undefined);
-    const lost = checked.reduce(
-      (n, s) => n + (s.stored === null || s.stored === undefined ? 0 : Math.max(0, s.acked - s.stored)),
-      0,
+    atLeast(
+      'REST create, PostgreSQL, ≥ 1.2× the node:http + pg baseline',
+      c.postgres,
+      RATIO_TARGETS.postgres,
     );
-    if (checked.length > 0) {
-      add('Every acknowledged create is in the store after the run (check)', `${lost} missing`, lost === 0);
+    atLeast(
+      'tRPC plants.create, one call per request, ≥ 0.55× the SQLite baseline',
+      c.trpc,
+      RATIO_TARGETS.trpc,
+    );
+    atLeast(
+      `tRPC batched (${settings.batch} per request) ≥ 0.9× the SQLite baseline`,
+      c['trpc-batch'],
+      RATIO_TARGETS['trpc-batch'],
+    );
+    atLeast('GET /plants/{id} ≥ 0.65× a bare node:http + SQLite get', c.get, RATIO_TARGETS.get);
+    atLeast('GET /plants?limit=100 ≥ 0.65× a bare list', c.list, RATIO_TARGETS.list);
+    atLeast(
+      'REST create with one webhook subscriber ≥ 0.55× the SQLite baseline',
+      c.webhook,
+      RATIO_TARGETS.webhook,
+    );
+    const measured = Object.values(c).filter((s) => s.runs > 0);
+    const apiPeaks = Object.entries(c)
+      .filter(([, s]) => s.runs > 0 && !s.title.startsWith('baseline'))
+      .map(([name, s]) => ({ name, mb: s.peakRssMb }));
+    if (apiPeaks.length > 0) {
+      const worst = apiPeaks.reduce((a, b) => (b.mb > a.mb ? b : a));
+      add(
+        `Server peak RSS ≤ ${RSS_LIMIT_MB} MiB in every scenario`,
+        `largest ${worst.mb} MiB (${worst.name})`,
+        worst.mb <= RSS_LIMIT_MB,
+      );
     }
+    const nonOk = measured.reduce((n, s) => n + s.non2xx + s.errors, 0);
+    add('No non-2xx answers and no errors in any scenario (check)', `${nonOk}`, nonOk === 0);
+    const checked = measured.filter((s) => s.stored !== null && s.stored !== undefined && s.acked);
+    const lost = checked.reduce((n, s) => n + Math.max(0, s.acked - s.stored), 0);
+    if (checked.length > 0)
+      add('Every acknowledged create is in the store after the run (check)', `${lost} missing`, lost === 0);
+  }
+  const b = results.backlog;
+  if (b) {
+    add(
+      `Outbox backlog ${b.seconds} s in < 5 s of traffic (one webhook subscriber)`,
+      b.error
+        ? 'failed'
+        : `${b.pending} pending = ${b.backlogSeconds} s at ${Math.round(b.createsPerSec)} creates/s`,
+      b.error ? false : b.backlogSeconds !== null && b.backlogSeconds < 5,
+    );
   }
   const s = results.soak;
   if (s) {
     add(
-      `Soak peak RSS ≤ 150 MB (${s.seconds} s)`,
-      s.error ? 'failed' : `${s.peakRssMb} MB`,
-      s.error ? false : s.peakRssMb <= 150,
+      `Soak peak RSS ≤ ${RSS_LIMIT_MB} MiB (${s.seconds} s)`,
+      s.error ? 'failed' : `${s.peakRssMb} MiB`,
+      s.error ? false : s.peakRssMb <= RSS_LIMIT_MB,
     );
     add(
-      `Soak: no upward RSS trend after warm-up (slope ≤ ${settings.soakMaxSlope} MB/min over ${s.trendWindow ?? 'n/a'})`,
-      s.error || s.trendMbPerMin === null ? 'n/a' : `${s.trendMbPerMin} MB/min`,
-      s.error ? false : s.trendMbPerMin === null ? null : s.trendMbPerMin <= settings.soakMaxSlope,
+      'Soak RSS plateau: max of the last minute ≤ max of the second minute + 10 MiB',
+      s.error
+        ? 'failed'
+        : s.plateau === null
+          ? `n/a (needs ≥ 180 s, ran ${s.seconds} s)`
+          : `${s.lastMinuteMaxMb} vs ${s.secondMinuteMaxMb} MiB`,
+      s.error ? false : s.plateau,
     );
   }
   const cs = results.cold;
@@ -74,12 +121,12 @@ export function targets(results, settings) {
   }
   const g = results.growth;
   if (g && g.sizes.length > 1) {
-    const first = g.sizes[0];
     const last = g.sizes[g.sizes.length - 1];
-    atLeast(
-      `Create throughput at ${fmtCount(last)} stored ≥ 0.8× at ${fmtCount(first)}`,
-      g.summary[last].vsFirst,
-      0.8,
+    const r = g.summary[last].vsFirst;
+    add(
+      `Create throughput at ${last.toLocaleString('en-US')} stored ≥ 0.8× at ${g.sizes[0]}`,
+      fmtRatio(r),
+      r === null ? null : r >= 0.8,
     );
   }
   return list;

@@ -69,17 +69,31 @@ export function trpcBatchBody(ids) {
   return `{${ids.map((id, i) => `"${i}":${trpcInput(id)}`).join(',')}}`;
 }
 
+/** Plants in the store of the read scenarios (ids 1…READ_ROWS), and the page size of `list`. */
+export const READ_ROWS = 10_000;
+export const LIST_LIMIT = 100;
+
+/** Whether a load reads (GET) rather than creates. */
+export function isRead(load) {
+  return load === 'get' || load === 'list';
+}
+
 /** Creates per request of each scenario. */
 export function createsPerRequest(scenario, batch) {
   return scenario === 'trpc-batch' ? batch : 1;
 }
 
 /**
- * The request of a scenario for the given ids (one per create): method, path, body. `rest`,
- * `postgres`, `growth` and `soak` are all POST /plants.
+ * The request of a scenario for the given ids (one per create, or the id to read): method, path,
+ * body. `rest`, `postgres`, `growth`, `soak` and `webhook` are all POST /plants; `get` and `list`
+ * are GET /plants/{id} and GET /plants?limit=100.
  */
 export function buildRequest(scenario, ids) {
   switch (scenario) {
+    case 'get':
+      return { method: 'GET', path: `/plants/${ids[0]}` };
+    case 'list':
+      return { method: 'GET', path: `/plants?limit=${LIST_LIMIT}` };
     case 'trpc':
       return { method: 'POST', path: '/trpc/plants.create', body: trpcInput(ids[0]) };
     case 'trpc-batch':

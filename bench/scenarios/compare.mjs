@@ -1,6 +1,8 @@
-// `compare`: the api side by side with the baseline. The scenarios of BENCH_SCENARIOS run
+// `compare`: the api side by side with the baselines. The scenarios of BENCH_SCENARIOS run
 // interleaved (round 1 runs A B C D, round 2 B C D A, …), BENCH_RUNS rounds, each run on a fresh
-// server and store; every figure is then a median, and every ratio is against this baseline.
+// server and store; every figure is then a median, and every ratio is against the baseline of the
+// scenario (`against`: the SQLite create baseline unless the scenario names another) measured in
+// the same invocation.
 
 import { join } from 'node:path';
 import { round2 } from '../lib/format.mjs';
@@ -11,31 +13,60 @@ import { ratio, rotate } from '../lib/stats.mjs';
 import { describeRun, stripRuns, summarize } from '../lib/summary.mjs';
 import { makeTempDir, removeTempDir } from '../lib/system.mjs';
 import baseline from './baseline.mjs';
+import baselineGet from './baseline-get.mjs';
+import baselineList from './baseline-list.mjs';
+import baselinePg from './baseline-pg.mjs';
+import get from './get.mjs';
+import list from './list.mjs';
 import postgres from './postgres.mjs';
 import rest from './rest.mjs';
 import trpc from './trpc.mjs';
 import trpcBatch from './trpc-batch.mjs';
+import webhook from './webhook.mjs';
 
-const SCENARIOS = Object.fromEntries([baseline, rest, trpc, trpcBatch, postgres].map((s) => [s.name, s]));
+/** Every scenario, in the order of the report. */
+export const SCENARIOS = Object.fromEntries(
+  [baseline, rest, trpc, trpcBatch, webhook, baselineGet, get, baselineList, list, baselinePg, postgres].map(
+    (s) => [s.name, s],
+  ),
+);
 
-async function compareRun(settings, scenario, round) {
+/** The scenario a scenario's ratios are against. */
+export function againstOf(scenario) {
+  return scenario.against ?? (scenario.kind === 'api' ? 'baseline' : scenario.name);
+}
+
+/**
+ * One run of a scenario on a fresh directory. The scenario's `open` may provide the store
+ * (`databaseUrl`, `idStart`, `countRows`, `idModulo`), the api's environment (`env`), what to read
+ * once the load stops (`afterLoad`) and `close`.
+ */
+export async function scenarioRun(settings, scenario, { round = 0, duration, warmup, keepSamples } = {}) {
   const dir = makeTempDir(scenario.name, settings.tmpBase);
-  let store;
+  let opened;
   try {
-    store = await scenario.openStore?.(settings, round);
+    opened = (await scenario.open?.(settings, { round, dir })) ?? {};
     return await measureRun(settings, {
       kind: scenario.kind,
       load: scenario.load,
       dir,
-      databaseUrl: store?.databaseUrl,
-      idMode: settings.ids,
-      idStart: store?.idStart ?? 0,
-      duration: settings.duration,
-      warmup: settings.warmup,
-      countRows: store ? store.countRows : sqliteRowCounter(join(dir, 'plants.db')),
+      databaseUrl: opened.databaseUrl,
+      env: opened.env,
+      idMode: scenario.idMode ?? settings.ids,
+      idStart: opened.idStart ?? 0,
+      idModulo: opened.idModulo,
+      duration: duration ?? settings.duration,
+      warmup: warmup ?? settings.warmup,
+      keepSamples,
+      sampleEveryMs: keepSamples ? 1000 : undefined,
+      countRows:
+        opened.countRows === null
+          ? undefined
+          : (opened.countRows ?? sqliteRowCounter(join(dir, 'plants.db'))),
+      afterLoad: opened.afterLoad,
     });
   } finally {
-    await store?.close();
+    await opened?.close?.();
     removeTempDir(dir);
   }
 }
@@ -48,7 +79,7 @@ export async function compare(settings) {
       const label = `[compare ${round + 1}/${settings.runs}] ${name}`;
       progress(`${label} …`);
       try {
-        const run = await compareRun(settings, SCENARIOS[name], round);
+        const run = await scenarioRun(settings, SCENARIOS[name], { round });
         runs[name].push(run);
         progress(`${label}: ${describeRun(run)}`);
       } catch (error) {
@@ -60,13 +91,36 @@ export async function compare(settings) {
   const summary = {};
   for (const name of names) {
     const scenario = SCENARIOS[name];
-    summary[name] = { title: scenario.title(settings), ...summarize(name, runs[name], scenario.kind) };
+    summary[name] = {
+      title: scenario.title(settings),
+      against: againstOf(scenario),
+      reads: scenario.load === 'get' || scenario.load === 'list',
+      ...summarize(name, runs[name], scenario.kind),
+    };
+    const backlogs = runs[name].filter((run) => run.webhook).map((run) => run.webhook.backlogSeconds);
+    if (backlogs.length > 0) summary[name].backlogSeconds = backlogs;
   }
-  const base = summary.baseline;
   for (const name of names) {
     const s = summary[name];
+    const base = summary[s.against];
     s.vsBaseline = round2(ratio(s.createsPerSec, base?.createsPerSec));
     s.p99VsBaseline = round2(ratio(s.p99, base?.p99));
   }
   return { summary, runs: stripRuns(runs) };
+}
+
+/**
+ * The scenarios to run: those asked for (`settings.scenarios`, all by default), each with the
+ * baseline it is measured against; the PostgreSQL ones only with a database.
+ */
+export function resolveScenarios(settings) {
+  const available = Object.values(SCENARIOS).filter((s) => settings.databaseUrl || !s.postgres);
+  const wanted = settings.scenarios ?? available.map((s) => s.name);
+  for (const name of wanted) {
+    if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name} (${Object.keys(SCENARIOS).join(', ')})`);
+    if (SCENARIOS[name].postgres && !settings.databaseUrl)
+      throw new Error(`the ${name} scenario needs PostgreSQL (BENCH_DATABASE_URL=postgres://…)`);
+  }
+  const names = new Set(wanted.flatMap((name) => [againstOf(SCENARIOS[name]), name]));
+  return Object.keys(SCENARIOS).filter((name) => names.has(name));
 }

@@ -1,5 +1,5 @@
-// compare scenario `postgres` (only with BENCH_DATABASE_URL): POST /plants on the api with the
-// PostgreSQL store, a fresh database per run.
+// compare scenario `postgres` (only with PostgreSQL): POST /plants on the api with the PostgreSQL
+// store, a fresh database per run, against `baseline-pg`.
 
 import { freshPostgres } from '../lib/postgres.mjs';
 
@@ -7,9 +7,10 @@ export default {
   name: 'postgres',
   kind: 'api',
   load: 'rest',
+  against: 'baseline-pg',
+  postgres: true,
   title: () => 'api REST POST /plants (PostgreSQL)',
-  /** The store of one run, in place of the SQLite file in the run's directory. */
-  async openStore(settings, round) {
+  async open(settings, { round }) {
     const pg = await freshPostgres(settings.databaseUrl, `${round}`);
     return { databaseUrl: pg.url, idStart: pg.idStart, countRows: pg.count, close: pg.drop };
   },

@@ -1,5 +1,7 @@
-// `soak`: BENCH_SOAK_SECONDS of REST creates on one api process, its RSS read every second. The
-// trend is the least-squares slope of RSS over the last two thirds (the first third is warm-up).
+// `soak`: BENCH_SOAK_SECONDS (300) of REST creates on one api process, its RSS read every second.
+// The plateau rule: the largest RSS of the last minute is at most the largest of the second minute
+// plus 10 MiB (needs at least 3 minutes). The trend, the least-squares slope of RSS over the last
+// two thirds, is reported beside it.
 
 import { join } from 'node:path';
 import { round1, round2 } from '../lib/format.mjs';
@@ -9,6 +11,9 @@ import { sqliteRowCounter } from '../lib/sqlite.mjs';
 import { ratio, slope, sum } from '../lib/stats.mjs';
 import { describeRun, runErrors, summarize } from '../lib/summary.mjs';
 import { makeTempDir, removeTempDir } from '../lib/system.mjs';
+
+/** How much the last minute's peak RSS may exceed the second minute's (MiB). */
+export const PLATEAU_MARGIN_MB = 10;
 
 export async function soak(settings) {
   const seconds = settings.soakSeconds;
@@ -46,6 +51,10 @@ export async function soak(settings) {
     return n === 0 ? [null, null] : [list.slice(0, n), list.slice(-n)].map((part) => sum(part) / part.length);
   };
   const [firstThird, lastThird] = thirds(run.perSecond);
+  const maxOf = (list) => (list.length ? round1(Math.max(...list.map((s) => s.mb))) : null);
+  const secondMinuteMax = seconds >= 180 ? maxOf(samples.filter((s) => s.t >= 60 && s.t < 120)) : null;
+  const lastMinuteMax =
+    seconds >= 180 ? maxOf(samples.filter((s) => s.t > seconds - 60 && s.t <= seconds + 0.5)) : null;
   const { rssSamples, ...rest } = run;
   return {
     seconds,
@@ -61,6 +70,12 @@ export async function soak(settings) {
     peakRssMb: run.peakRssMb,
     trendMbPerMin: perMinute === null ? null : round2(perMinute * 60),
     trendWindow: `${round1(warmupEnd)}–${seconds} s`,
+    secondMinuteMaxMb: secondMinuteMax,
+    lastMinuteMaxMb: lastMinuteMax,
+    plateau:
+      secondMinuteMax === null || lastMinuteMax === null
+        ? null
+        : lastMinuteMax <= secondMinuteMax + PLATEAU_MARGIN_MB,
     throughputLastVsFirstThird: round2(ratio(lastThird, firstThird)),
     acked: run.acked,
     stored: run.stored,

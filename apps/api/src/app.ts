@@ -16,6 +16,7 @@ import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
 import { trpcAdapter } from './http/trpc.ts';
 import type { RequestScope } from './heavy-reads.ts';
+import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
@@ -41,6 +42,8 @@ export type AppOptions = {
   webhookUrls?: readonly string[];
   /** The event streams' hub and heartbeat; by default a hub on `store` with the default limits. */
   events?: { hub: EventHub; heartbeatMs: number };
+  /** How Idempotency-Keys are kept (IDEMPOTENCY_TTL_MS, IDEMPOTENCY_IN_FLIGHT_MS); the defaults when omitted. */
+  idempotency?: IdempotencyPolicy;
 };
 
 /**
@@ -51,6 +54,7 @@ export type AppOptions = {
  */
 export function createApp(options: AppOptions): Koa {
   const { verifier, log, publicUrl, rateLimit, authFailures, corsOrigins = [] } = options;
+  const idempotency = options.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
   const metrics = options.metrics ?? createMetrics();
   const store = instrumentStore(options.store, metrics);
   const webhooks = newPlantWebhook(options.webhookUrls);
@@ -61,6 +65,7 @@ export function createApp(options: AppOptions): Koa {
     events,
     auth,
     request,
+    idempotency,
   });
   const routes = restRoutes();
   // Built on first request, from a chunk loaded then: start-up does not pay for zod-openapi.
@@ -88,7 +93,7 @@ export function createApp(options: AppOptions): Koa {
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
   app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store, webhooks, events, heartbeatMs }));
+  app.use(restAdapter(routes, { store, webhooks, events, heartbeatMs, idempotency }));
   return app;
 }
 

@@ -30,6 +30,19 @@ describe('createTokenVerifier', () => {
     expect(verifier.verify(bearer(ISSUED))).toEqual({ ok: false, reason: 'invalid' });
   });
 
+  it('refuses an issued token as soon as a reload drops it, though it was accepted just before', () => {
+    const verifier = createTokenVerifier([]);
+    verifier.setIssued([{ name: 'reporting', digest: tokenDigest(ISSUED), scopes: ['read'] }]);
+    for (let i = 0; i < 3; i++) expect(verifier.verify(bearer(ISSUED)).ok).toBe(true);
+    verifier.setIssued([]);
+    expect(verifier.verify(bearer(ISSUED))).toEqual({ ok: false, reason: 'invalid' });
+    // Scheme case and spacing still matter only as RFC 6750 says, cached or not.
+    verifier.setIssued([{ name: 'reporting', digest: tokenDigest(ISSUED), scopes: ['read'] }]);
+    expect(verifier.verify(`bearer   ${ISSUED}`).ok).toBe(true);
+    expect(verifier.verify(`Bearer ${ISSUED}x`)).toEqual({ ok: false, reason: 'invalid' });
+    expect(verifier.verify(`Basic ${ISSUED}`)).toEqual({ ok: false, reason: 'invalid' });
+  });
+
   it('ignores issued tokens that hold a configured name', () => {
     const verifier = createTokenVerifier([{ name: 'tester', secret: CONFIGURED, scopes: ['read'] }]);
     const names = ['tester', 'api-token-1', 'api-token-12', 'generated', 'api-token-x'];

@@ -25,6 +25,10 @@ export type TokenVerifier = {
   issuedStale(): boolean;
 };
 
+type Digest = { bytes: Buffer; hex: string };
+/** Most Authorization values whose digest is kept (see `createTokenVerifier`). */
+const DIGEST_CACHE_SIZE = 1000;
+
 /** Names configured tokens take: `api-token-N` (the Nth of API_TOKENS) and `generated`. */
 export const configuredTokenName = (index: number) => `api-token-${index + 1}`;
 export const GENERATED_TOKEN_NAME = 'generated';
@@ -55,18 +59,32 @@ export function createTokenVerifier(
   let issued = new Map<string, Principal>();
   let issuedAt = now();
   const stale = () => now() - issuedAt > issuedMaxAgeMs;
+  // The digests of Authorization values that matched a token once: clients send the same value on
+  // every request, and hashing it was a visible part of each. Only the hashing is skipped; the
+  // comparisons, revocations and the staleness bound apply as before. Bounded by emptying it.
+  const digests = new Map<string, Digest>();
   return {
     verify(authorization) {
       if (authorization === undefined || authorization === '') return { ok: false, reason: 'missing' };
-      const match = BEARER.exec(authorization);
-      if (match === null) return { ok: false, reason: 'invalid' };
-      const digest = sha256(match[1]!);
+      let digest = digests.get(authorization);
+      const cached = digest !== undefined;
+      if (digest === undefined) {
+        const match = BEARER.exec(authorization);
+        if (match === null) return { ok: false, reason: 'invalid' };
+        const bytes = sha256(match[1]!);
+        digest = { bytes, hex: bytes.toString('hex') };
+      }
       let found: Principal | undefined;
       for (const token of accepted) {
-        if (timingSafeEqual(digest, token.digest) && found === undefined) found = token.principal;
+        if (timingSafeEqual(digest.bytes, token.digest) && found === undefined) found = token.principal;
       }
-      if (found === undefined && issued.size > 0 && !stale()) found = issued.get(digest.toString('hex'));
-      return found === undefined ? { ok: false, reason: 'invalid' } : { ok: true, principal: found };
+      if (found === undefined && issued.size > 0 && !stale()) found = issued.get(digest.hex);
+      if (found === undefined) return { ok: false, reason: 'invalid' };
+      if (!cached) {
+        if (digests.size >= DIGEST_CACHE_SIZE) digests.clear();
+        digests.set(authorization, digest);
+      }
+      return { ok: true, principal: found };
     },
     setIssued(tokens) {
       issued = new Map(

@@ -124,3 +124,21 @@ describe('loadConfig: Redis and failed authentication', () => {
     expect(() => loadConfig(env)).toThrow(`Invalid configuration: ${variable}`);
   });
 });
+
+describe('loadConfig: Idempotency-Keys', () => {
+  it('keeps keys 24 hours and lets a claim stay in flight 10 s by default', () => {
+    expect(loadConfig({}).idempotency).toStrictEqual({ ttlMs: 86_400_000, inFlightMs: 10_000 });
+    expect(
+      loadConfig({ IDEMPOTENCY_TTL_MS: '3600000', IDEMPOTENCY_IN_FLIGHT_MS: '30000' }).idempotency,
+    ).toStrictEqual({ ttlMs: 3_600_000, inFlightMs: 30_000 });
+  });
+
+  it('refuses a retention not longer than the in-flight bound, and one under a second', () => {
+    expect(() => loadConfig({ IDEMPOTENCY_TTL_MS: '10000' })).toThrow(
+      'Invalid configuration: IDEMPOTENCY_TTL_MS must be greater than IDEMPOTENCY_IN_FLIGHT_MS',
+    );
+    expect(() => loadConfig({ IDEMPOTENCY_TTL_MS: '999' })).toThrow(
+      /^Invalid configuration: IDEMPOTENCY_TTL_MS /,
+    );
+  });
+});

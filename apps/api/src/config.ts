@@ -1,6 +1,7 @@
 import type { EventHubLimits } from './events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
+import type { IdempotencyPolicy } from './idempotency.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -111,6 +112,8 @@ const EnvSchema = z.object({
   EVENT_STREAM_BUFFER: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
   EVENTS_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   EVENTS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  IDEMPOTENCY_TTL_MS: z.coerce.number().int().min(1_000).max(2_592_000_000).default(86_400_000),
+  IDEMPOTENCY_IN_FLIGHT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
 });
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -183,6 +186,8 @@ export type Config = {
   /** How often each instance reloads tokens from the store: the bound on a revocation taking effect. */
   tokenRefreshMs: number;
   store: StoreConfig;
+  /** How long Idempotency-Keys are kept, and how long a claim may stay in flight (idempotency.ts). */
+  idempotency: IdempotencyPolicy;
   /** `undefined` when `WEBHOOK_URLS` is unset: creates enqueue nothing and no worker runs. */
   webhooks: WebhookConfig | undefined;
   events: EventsConfig;
@@ -216,6 +221,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${issue.path.join('.')} ${issue.message}`);
   }
   const e = parsed.data;
+  // A key pruned while its request is in flight would make that request's change fail (409).
+  if (e.IDEMPOTENCY_TTL_MS <= e.IDEMPOTENCY_IN_FLIGHT_MS) {
+    throw new ConfigError(
+      'Invalid configuration: IDEMPOTENCY_TTL_MS must be greater than IDEMPOTENCY_IN_FLIGHT_MS',
+    );
+  }
   const store: StoreConfig = e.DATABASE_URL.startsWith('file:')
     ? { kind: 'sqlite', path: e.DATABASE_URL.slice('file:'.length) }
     : {
@@ -246,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: e.CORS_ORIGINS,
     tokenRefreshMs: e.TOKEN_REFRESH_MS,
     store,
+    idempotency: { ttlMs: e.IDEMPOTENCY_TTL_MS, inFlightMs: e.IDEMPOTENCY_IN_FLIGHT_MS },
     webhooks: webhookConfig(e),
     events: {
       retentionMs: e.EVENTS_RETENTION_MS,

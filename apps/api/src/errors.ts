@@ -12,6 +12,8 @@ const STATUS = {
   conflict: 409,
   /** What was asked for is no longer kept (an event stream resumed from before the retention). */
   gone: 410,
+  /** An Idempotency-Key reused for a different request. */
+  unprocessable: 422,
   too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -12,6 +12,10 @@ export const MAX_HEAVY_READS = 8;
 export type RequestScope = {
   /** How many calls the request carries: 1 over REST, the batch's size over /trpc. */
   calls: number;
+  /** The request's `Idempotency-Key` header, as sent; `undefined` without one. */
+  idempotencyKey?: string;
+  /** Marks the answer as the stored answer of an earlier request: `Idempotent-Replayed: true`. */
+  markReplayed?(): void;
   /** Runs `done` once the answer has been sent or the connection has closed. */
   onAnswered(done: () => void): void;
   /** Cuts the connection at once, mid-answer: a stream's client then resumes, here or elsewhere. */

@@ -4,7 +4,7 @@ import type { AuthResult, Principal, Scope } from './auth.ts';
 import { ApiError } from './errors.ts';
 import type { EventHub } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
-import { StoreUnavailableError, type PlantStore } from './store/store.ts';
+import { type KeyClaim, StoreUnavailableError, type PlantStore } from './store/store.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
 
 /** What an operation runs with once the caller is authenticated. */
@@ -16,6 +16,8 @@ export type OperationContext = {
   events: EventHub;
   principal: Principal;
   request: RequestScope;
+  /** The Idempotency-Key this call holds, when it came with one (idempotency.ts). */
+  keyClaim?: KeyClaim;
 };
 
 /**
@@ -41,6 +43,11 @@ export type Operation<
   /** The REST answer's schema, for the OpenAPI document (answers are built by `run`, not re-parsed). */
   output?: z.ZodType;
   run(ctx: OperationContext, input: z.output<I>): Promise<O>;
+  /**
+   * Accepts an `Idempotency-Key` (idempotency.ts): `run` then stores its answer with its change,
+   * passing `keyedAnswer(ctx, …)` to the store.
+   */
+  idempotencyKey?: boolean;
   /**
    * How REST answers with `run`'s result when it is not simply `200` with the result as JSON body.
    * `path` is the request path and `input` the validated parameters (for links).

@@ -14,6 +14,7 @@ import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
 import { startEventPruning } from './events/prune.ts';
+import { type KeyPruning, startKeyPruning } from './idempotency-prune.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
@@ -67,18 +68,24 @@ export async function startServer(
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
   const worker = startWorker(config, store, log, metrics);
-  const pruning = startEventPruning(store.events, config.events.retentionMs, log);
+  const pruning = startKeyPruning({ keys: store.idempotencyKeys, ttlMs: config.idempotency.ttlMs, log });
+  const eventPruning = startEventPruning(store.events, config.events.retentionMs, log);
 
   const failed = store.failed.then((error) => {
     void worker?.stop(0);
+    void pruning.stop();
     refresher.stop();
-    pruning.stop();
+    eventPruning.stop();
     return error;
   });
   let closed: Promise<void> | undefined;
   const close = (signal = 'close', graceMs = config.http.shutdownGraceMs) => {
     if (closed && graceMs === 0) server.closeAllConnections();
-    closed ??= shutDown({ server, worker, refresher, events, pruning, store, redis, log }, signal, graceMs);
+    closed ??= shutDown(
+      { server, worker, pruning, eventPruning, refresher, events, store, redis, log },
+      signal,
+      graceMs,
+    );
     return closed;
   };
   return { url, failed, close };
@@ -152,6 +159,7 @@ function buildApp(
     corsOrigins: config.corsOrigins,
     webhookUrls: config.webhooks?.urls,
     events: { hub: events, heartbeatMs: config.events.heartbeatMs },
+    idempotency: config.idempotency,
     ...(config.rateLimit && {
       rateLimit: { limiter: createRateLimiter(config.rateLimit, redis), limit: config.rateLimit },
     }),
@@ -209,9 +217,10 @@ async function shutDown(
   parts: {
     server: Server;
     worker: DeliveryWorker | undefined;
+    pruning: KeyPruning;
+    eventPruning: { stop(): void };
     refresher: TokenRefresh;
     events: EventHub;
-    pruning: { stop(): void };
     store: PlantStore;
     redis: Redis | undefined;
     log: Logger;
@@ -219,11 +228,11 @@ async function shutDown(
   signal: string,
   graceMs: number,
 ): Promise<void> {
-  const { server, worker, refresher, events, pruning, store, redis, log } = parts;
+  const { server, worker, pruning, eventPruning, refresher, events, store, redis, log } = parts;
   log.info({ signal }, 'shutting down');
   // Event streams end now, cleanly: their clients resume on another instance.
   events.close();
-  pruning.stop();
+  eventPruning.stop();
   if (graceMs === 0) server.closeAllConnections();
   const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
   // The worker finishes its attempts in flight (within the grace) while requests drain.
@@ -233,7 +242,7 @@ async function shutDown(
   await drained;
   clearTimeout(force);
   refresher.stop();
-  await workerStopped;
+  await Promise.all([workerStopped, pruning.stop()]);
   await store.close();
   redis?.disconnect();
   log.info('stopped');

@@ -7,7 +7,14 @@ import type { AuthResult } from './auth.ts';
 import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
 import type { EventHub, EventStream } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
-import { authorize, isOperation, type Operation } from './operation.ts';
+import {
+  DEFAULT_IDEMPOTENCY_POLICY,
+  type IdempotencyPolicy,
+  parseIdempotencyKey,
+  replayedOutput,
+  runWithKey,
+} from './idempotency.ts';
+import { type AnyOperation, authorize, isOperation, type Operation } from './operation.ts';
 import { toPlantEvent } from './operations/events.ts';
 import type { OperationTree } from './operations/index.ts';
 import type { PlantStore } from './store/store.ts';
@@ -27,6 +34,8 @@ export type Context = {
   auth: AuthResult;
   /** The HTTP request the call arrived in. */
   request: RequestScope;
+  /** How Idempotency-Keys are kept; `DEFAULT_IDEMPOTENCY_POLICY` when omitted. */
+  idempotency?: IdempotencyPolicy;
 };
 
 // The tRPC boundary: the only module, with http/trpc.ts, that knows TRPCError.
@@ -63,6 +72,7 @@ const CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   410: 'NOT_FOUND',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'UNPROCESSABLE_CONTENT',
   429: 'TOO_MANY_REQUESTS',
   503: 'SERVICE_UNAVAILABLE',
 };
@@ -110,8 +120,28 @@ function withOperation<I extends z.ZodType, O, P extends z.ZodType = I>(
     .input((input ?? operation.input) as P);
 }
 
+/**
+ * A mutation. One that accepts an Idempotency-Key takes it from the /trpc request's
+ * `Idempotency-Key` header, for a request of one call only (a key names one request); a replay
+ * resolves to the stored answer's body.
+ */
 function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return withOperation(operation).mutation(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
+  return withOperation(operation).mutation(async ({ ctx, input }) => {
+    const header = ctx.request.idempotencyKey;
+    if (!operation.idempotencyKey || header === undefined) return operation.run(ctx, input as z.output<I>);
+    if (ctx.request.calls !== 1) {
+      throw new ApiError(
+        'bad_request',
+        'An Idempotency-Key names one call: send a keyed call in a request of its own.',
+      );
+    }
+    const key = parseIdempotencyKey(header);
+    const policy = ctx.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
+    const result = await runWithKey(operation as AnyOperation, ctx, input, key, policy);
+    if (!('replay' in result)) return result.output as O;
+    ctx.request.markReplayed?.();
+    return replayedOutput(result.replay) as O;
+  });
 }
 
 function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { errorBody, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -11,7 +11,7 @@ const TOO_MANY =
   /^\{"error":429,"message":"Too many failed authentications from this address: the limit is 30 per 60 s; retry in \d+ s\."\}$/;
 
 describe.each(testStores())('failed authentication on $name', (testStore) => {
-  let api: ApiProcess;
+  let api: RunningApi;
   let store: TestStoreInstance;
   apiOnStore(testStore, (running) => ({ api, store } = running));
 

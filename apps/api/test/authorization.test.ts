@@ -1,31 +1,31 @@
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTokenVerifier } from '../src/auth.ts';
+import { describe, expect, it } from 'vitest';
 import type { AppRouter } from '../src/router.ts';
+import { apiOnStore } from './support/api-on-store.ts';
 import { errorBody, send } from './support/http.ts';
-import { type InProcessApi, startInProcess } from './support/in-process.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 const READER = 'reader-token';
 const WRITER = 'writer-token';
 
-describe('scopes', () => {
-  let api: InProcessApi;
+describe.each(testStores())('scopes on $name', (testStore) => {
   let url: string;
-  let store: InProcessApi['store'];
-
-  beforeAll(async () => {
-    api = await startInProcess({
-      verifier: createTokenVerifier([
+  let store: TestStoreInstance;
+  // Issued tokens, each with one scope (API_TOKENS always have both).
+  apiOnStore(
+    testStore,
+    (running) => {
+      url = running.api.url;
+      store = running.store;
+    },
+    {
+      tokens: [
         { name: 'reader', secret: READER, scopes: ['read'] },
         { name: 'writer', secret: WRITER, scopes: ['write'] },
-      ]),
-    });
-    ({ url, store } = api);
-  });
-  afterAll(async () => {
-    await api?.close();
-  });
+      ],
+    },
+  );
 
   const as = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
 

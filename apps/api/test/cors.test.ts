@@ -1,12 +1,20 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { postPlant, send, TOKEN } from './support/http.ts';
-import { type InProcessApi, startInProcess } from './support/in-process.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 
-const started: InProcessApi[] = [];
+const started: RunningApi[] = [];
 afterAll(async () => {
-  for (const api of started) await api.close();
+  for (const api of started) {
+    await api.stop();
+    api.cleanup();
+  }
 });
-const preflight = (api: InProcessApi, origin: string) =>
+async function start(env: Record<string, string> = {}): Promise<RunningApi> {
+  const api = await startInProcess({ env });
+  started.push(api);
+  return api;
+}
+const preflight = (api: RunningApi, origin: string) =>
   send(`${api.url}/plants`, {
     method: 'OPTIONS',
     headers: {
@@ -18,8 +26,7 @@ const preflight = (api: InProcessApi, origin: string) =>
 
 describe('CORS', () => {
   it('is off by default: no Access-Control headers for any origin', async () => {
-    const api = await startInProcess();
-    started.push(api);
+    const api = await start();
     expect(
       (await preflight(api, 'https://app.example')).headers.get('access-control-allow-origin'),
     ).toBeNull();
@@ -31,8 +38,7 @@ describe('CORS', () => {
   });
 
   it('allows exactly the configured origins, with the headers a browser client needs', async () => {
-    const api = await startInProcess({ corsOrigins: ['https://app.example'] });
-    started.push(api);
+    const api = await start({ CORS_ORIGINS: 'https://app.example' });
     const allowed = await preflight(api, 'https://app.example');
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');

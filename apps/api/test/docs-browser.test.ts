@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -23,7 +23,7 @@ type Document = {
   components: { schemas: Record<string, unknown> };
 };
 
-let api: ApiProcess;
+let api: RunningApi;
 let profile: string;
 let browser: BrowserContext;
 let page: Page;
@@ -34,7 +34,7 @@ const requested: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-  api = await startApiProcess({ token: TOKEN });
+  api = await startInProcess({ token: TOKEN });
   profile = mkdtempSync(join(tmpdir(), 'plant-store-chromium-'));
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 import { send } from './support/http.ts';
 
-let api: ApiProcess;
+let api: RunningApi;
 beforeAll(async () => {
-  api = await startApiProcess();
+  api = await startInProcess();
 });
 afterAll(async () => {
   await api?.stop();

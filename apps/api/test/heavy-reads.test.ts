@@ -6,7 +6,7 @@ import { MAX_HEAVY_READS } from '../src/heavy-reads.ts';
 import type { AppRouter } from '../src/router.ts';
 import { PAGE_BUDGET_BYTES } from '../src/store/store.ts';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
 import { type SeedPlant, type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -47,7 +47,7 @@ function trpcClient(url: string, batch: boolean) {
 }
 
 describe.each(testStores())('heavy reads on $name', (testStore) => {
-  let api: ApiProcess;
+  let api: RunningApi;
   let store: TestStoreInstance;
 
   apiOnStore(testStore, (running) => ({ api, store } = running));

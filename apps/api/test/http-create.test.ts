@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { errorBody, JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -11,7 +11,7 @@ const ID_MESSAGE =
 
 describe.each(testStores())('POST /plants on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
   /** Every id answered 200 so far: the store must hold exactly these. */
   const acknowledged = new Set<bigint>();
   let nextId = 1000n;

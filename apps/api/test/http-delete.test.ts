@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -10,7 +10,7 @@ const ID_MESSAGE =
 
 describe.each(testStores())('DELETE /plants/{id} on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
 
   apiOnStore(testStore, (running) => ({ api, store } = running));
 

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { AppRouter } from '../src/router.ts';
 import { PAGE_BUDGET_BYTES } from '../src/store/store.ts';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { send, TOKEN } from './support/http.ts';
 import { type SeedPlant, type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -40,7 +40,7 @@ function expectedPages(limit: number): SeedPlant[][] {
 }
 
 describe.each(testStores())('a page of plants within its byte budget on $name', (testStore) => {
-  let api: ApiProcess;
+  let api: RunningApi;
   let store: TestStoreInstance;
 
   apiOnStore(testStore, (running) => ({ api, store } = running));

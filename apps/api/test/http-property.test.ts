@@ -2,7 +2,7 @@ import { parseJson, stringifyJson } from '@plant-store/schema';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { postPlant, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -50,7 +50,7 @@ const headers = fc.record({
 
 describe.each(testStores())('POST /plants with random input on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
 
   apiOnStore(testStore, (running) => ({ api, store } = running));
 

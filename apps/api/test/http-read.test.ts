@@ -1,7 +1,7 @@
 import { parseJson } from '@plant-store/schema';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -14,7 +14,7 @@ const ID_MESSAGE =
 
 describe.each(testStores())('reading plants on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
   const ids = [INT64_MIN, -5n, 0n, 7n, 2n ** 53n, 2n ** 53n + 1n, INT64_MAX];
   // 250 more plants so pages and the default limit have something to cut.
   const many = Array.from({ length: 250 }, (_, i) => 1000n + BigInt(i));

@@ -18,7 +18,8 @@ function sqliteSchema(path: string): Promise<string[]> {
   return readSqlite(path, (db) =>
     db
       .prepare<[], { type: string; name: string; sql: string | null }>(
-        "SELECT type, name, sql FROM sqlite_master WHERE name <> 'schema_migrations' ORDER BY name",
+        // sqlite_sequence is SQLite's own (AUTOINCREMENT's counters): it outlives the tables using it.
+        "SELECT type, name, sql FROM sqlite_master WHERE name NOT IN ('schema_migrations', 'sqlite_sequence') ORDER BY name",
       )
       .all()
       .map(({ type, name, sql }) => `${type} ${name}: ${(sql ?? '').replace(/\s+/g, ' ').trim()}`),
@@ -56,12 +57,18 @@ async function postgresSchema(url: string): Promise<string[]> {
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const VERSIONS = migrations.map(({ version }) => version);
+const LATEST = VERSIONS.at(-1)!;
+/** The versions after `version`, oldest first. */
+const after = (version: number) => VERSIONS.filter((v) => v > version);
 
 /** One store's leg: a fresh empty database, its config, and how to read its schema and versions. */
 type Leg = {
   name: string;
-  /** The schema the released migrations (before they were written once) built, read from the catalog. */
-  released: string[];
+  /**
+   * The schema of the newest version, read from the catalog (sorted): what the released migrations
+   * built (before they were written once), then what each version since added.
+   */
+  current: string[];
   open(): Promise<{
     config: StoreConfig;
     env: Record<string, string>;
@@ -75,14 +82,40 @@ type Leg = {
 
 const SQLITE_RELEASED = [
   'table api_tokens: CREATE TABLE api_tokens ( name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, scopes TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER )',
+  'table idempotency_keys: CREATE TABLE idempotency_keys ( token_name TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, claim TEXT NOT NULL, claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, PRIMARY KEY (token_name, key) )',
+  'index idempotency_keys_claimed: CREATE INDEX idempotency_keys_claimed ON idempotency_keys (claimed_at)',
   'table plants: CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)',
   'index sqlite_autoindex_api_tokens_1: ',
   'index sqlite_autoindex_api_tokens_2: ',
+  'index sqlite_autoindex_idempotency_keys_1: ',
   'index sqlite_autoindex_webhook_deliveries_1: ',
   "table webhook_deliveries: CREATE TABLE webhook_deliveries ( id TEXT PRIMARY KEY, url TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')), attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
   "index webhook_deliveries_delivered: CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (updated_at) WHERE status = 'delivered'",
   "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending'",
   "index webhook_deliveries_failed: CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (created_at) WHERE status = 'failed'",
+];
+/** What version 5 (the event log) adds, per store. */
+const SQLITE_EVENT_LOG = [
+  'table event_log: CREATE TABLE event_log ( id INTEGER PRIMARY KEY CHECK (id = 1), pruned_through INTEGER NOT NULL )',
+  "table plant_events: CREATE TABLE plant_events ( id INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL CHECK (type IN ('plant.created', 'plant.deleted')), plant_id INTEGER NOT NULL, name TEXT, tag TEXT, created_at INTEGER NOT NULL )",
+  'index plant_events_created: CREATE INDEX plant_events_created ON plant_events (created_at)',
+];
+const POSTGRES_EVENT_LOG = [
+  'column event_log.id: integer not null default -',
+  'column event_log.pruned_through: bigint not null default -',
+  'column plant_events.id: bigint not null default -',
+  'column plant_events.type: text not null default -',
+  'column plant_events.plant_id: bigint not null default -',
+  'column plant_events.name: text null default -',
+  'column plant_events.tag: text null default -',
+  'column plant_events.created_at: timestamp with time zone not null default now()',
+  'index event_log_pkey: CREATE UNIQUE INDEX event_log_pkey ON public.event_log USING btree (id)',
+  'index plant_events_created: CREATE INDEX plant_events_created ON public.plant_events USING btree (created_at)',
+  'index plant_events_pkey: CREATE UNIQUE INDEX plant_events_pkey ON public.plant_events USING btree (id)',
+  'constraint event_log.event_log_id_check: CHECK ((id = 1))',
+  'constraint event_log.event_log_pkey: PRIMARY KEY (id)',
+  'constraint plant_events.plant_events_pkey: PRIMARY KEY (id)',
+  "constraint plant_events.plant_events_type_check: CHECK ((type = ANY (ARRAY['plant.created'::text, 'plant.deleted'::text])))",
 ];
 const POSTGRES_RELEASED = [
   'column api_tokens.name: text not null default -',
@@ -90,6 +123,13 @@ const POSTGRES_RELEASED = [
   'column api_tokens.scopes: text not null default -',
   'column api_tokens.created_at: timestamp with time zone not null default now()',
   'column api_tokens.revoked_at: timestamp with time zone null default -',
+  'column idempotency_keys.token_name: text not null default -',
+  'column idempotency_keys.key: text not null default -',
+  'column idempotency_keys.fingerprint: text not null default -',
+  'column idempotency_keys.claim: text not null default -',
+  'column idempotency_keys.claimed_at: timestamp with time zone not null default now()',
+  'column idempotency_keys.status: integer null default -',
+  'column idempotency_keys.body: text null default -',
   'column plants.id: bigint not null default -',
   'column plants.name: text not null default -',
   'column plants.tag: text null default -',
@@ -104,6 +144,8 @@ const POSTGRES_RELEASED = [
   'column webhook_deliveries.updated_at: timestamp with time zone not null default now()',
   'index api_tokens_digest_key: CREATE UNIQUE INDEX api_tokens_digest_key ON public.api_tokens USING btree (digest)',
   'index api_tokens_pkey: CREATE UNIQUE INDEX api_tokens_pkey ON public.api_tokens USING btree (name)',
+  'index idempotency_keys_claimed: CREATE INDEX idempotency_keys_claimed ON public.idempotency_keys USING btree (claimed_at)',
+  'index idempotency_keys_pkey: CREATE UNIQUE INDEX idempotency_keys_pkey ON public.idempotency_keys USING btree (token_name, key)',
   'index plants_pkey: CREATE UNIQUE INDEX plants_pkey ON public.plants USING btree (id)',
   "index webhook_deliveries_delivered: CREATE INDEX webhook_deliveries_delivered ON public.webhook_deliveries USING btree (updated_at) WHERE (status = 'delivered'::text)",
   "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON public.webhook_deliveries USING btree (url, next_attempt_at) WHERE (status = 'pending'::text)",
@@ -111,6 +153,7 @@ const POSTGRES_RELEASED = [
   'index webhook_deliveries_pkey: CREATE UNIQUE INDEX webhook_deliveries_pkey ON public.webhook_deliveries USING btree (id)',
   'constraint api_tokens.api_tokens_digest_key: UNIQUE (digest)',
   'constraint api_tokens.api_tokens_pkey: PRIMARY KEY (name)',
+  'constraint idempotency_keys.idempotency_keys_pkey: PRIMARY KEY (token_name, key)',
   'constraint plants.plants_pkey: PRIMARY KEY (id)',
   'constraint webhook_deliveries.webhook_deliveries_pkey: PRIMARY KEY (id)',
   "constraint webhook_deliveries.webhook_deliveries_status_check: CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))",
@@ -118,7 +161,7 @@ const POSTGRES_RELEASED = [
 
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  released: SQLITE_RELEASED,
+  current: [...SQLITE_RELEASED, ...SQLITE_EVENT_LOG].sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -148,7 +191,7 @@ const sqliteLeg: Leg = {
 
 const postgresLeg: Leg = {
   name: 'PostgreSQL',
-  released: POSTGRES_RELEASED,
+  current: [...POSTGRES_RELEASED, ...POSTGRES_EVENT_LOG].sort(),
   async open() {
     const store = await postgresTestStore.setup();
     const url = store.env.DATABASE_URL!;
@@ -197,10 +240,10 @@ async function withStore(config: StoreConfig, use: (store: PlantStore) => Promis
 }
 
 describe.each(legs)('migrations on $name', (leg) => {
-  it('up from empty applies every version and builds the schema the released migrations built', async () => {
+  it('up from empty applies every version and builds the schema of the newest', async () => {
     await withDatabase(leg, async (db) => {
       expect(await migrateStore(db.config)).toStrictEqual({ applied: VERSIONS, reverted: [] });
-      expect(await db.schema()).toStrictEqual(leg.released);
+      expect((await db.schema()).sort()).toStrictEqual(leg.current);
       expect(await db.versions()).toStrictEqual(VERSIONS);
       // Current: a second run (another instance, the next start) applies nothing.
       expect(await migrateStore(db.config)).toStrictEqual({ applied: [], reverted: [] });
@@ -210,11 +253,14 @@ describe.each(legs)('migrations on $name', (leg) => {
   it('down to 0 drops everything, newest first, and up again builds the same schema', async () => {
     await withDatabase(leg, async (db) => {
       await migrateStore(db.config);
-      expect(await migrateStore(db.config, { to: 0 })).toStrictEqual({ applied: [], reverted: [4, 3, 2, 1] });
+      expect(await migrateStore(db.config, { to: 0 })).toStrictEqual({
+        applied: [],
+        reverted: [...VERSIONS].reverse(),
+      });
       expect(await db.schema()).toStrictEqual([]);
       expect(await db.versions()).toStrictEqual([]);
       expect(await migrateStore(db.config)).toStrictEqual({ applied: VERSIONS, reverted: [] });
-      expect(await db.schema()).toStrictEqual(leg.released);
+      expect((await db.schema()).sort()).toStrictEqual(leg.current);
     });
   });
 
@@ -226,8 +272,11 @@ describe.each(legs)('migrations on $name', (leg) => {
           reverted: [],
         });
       }
-      expect(await db.schema()).toStrictEqual(leg.released);
-      expect(await migrateStore(db.config, { to: 3 })).toStrictEqual({ applied: [], reverted: [4] });
+      expect((await db.schema()).sort()).toStrictEqual(leg.current);
+      expect(await migrateStore(db.config, { to: 3 })).toStrictEqual({
+        applied: [],
+        reverted: after(3).reverse(),
+      });
       const indexes = (await db.schema()).filter((line) => line.startsWith('index webhook_deliveries_'));
       expect(indexes.map((line) => line.slice(0, line.indexOf(':')))).toStrictEqual([
         'index webhook_deliveries_due',
@@ -235,8 +284,8 @@ describe.each(legs)('migrations on $name', (leg) => {
         ...(leg === postgresLeg ? ['index webhook_deliveries_pkey'] : []),
       ]);
       expect(await db.versions()).toStrictEqual([1, 2, 3]);
-      expect(await migrateStore(db.config)).toStrictEqual({ applied: [4], reverted: [] });
-      expect(await db.schema()).toStrictEqual(leg.released);
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: after(3), reverted: [] });
+      expect((await db.schema()).sort()).toStrictEqual(leg.current);
     });
   });
 
@@ -251,10 +300,10 @@ describe.each(legs)('migrations on $name', (leg) => {
       expect(await db.versions()).toStrictEqual(leg === postgresLeg ? [1, 2] : []);
       await db.exec('DROP TABLE api_tokens');
       expect(await migrateStore(db.config)).toStrictEqual({
-        applied: leg === postgresLeg ? [3, 4] : VERSIONS,
+        applied: leg === postgresLeg ? after(2) : VERSIONS,
         reverted: [],
       });
-      expect(await db.schema()).toStrictEqual(leg.released);
+      expect((await db.schema()).sort()).toStrictEqual(leg.current);
     });
   });
 
@@ -280,18 +329,18 @@ describe.each(legs)('migrations on $name', (leg) => {
         applied: [1, 2],
         reverted: [],
       });
-      expect(JSON.parse((await main()).stdout)).toStrictEqual({ migrated: true, applied: [3, 4] });
+      expect(JSON.parse((await main()).stdout)).toStrictEqual({ migrated: true, applied: after(2) });
       expect(JSON.parse((await main('--to', '0')).stdout)).toStrictEqual({
         migrated: true,
         applied: [],
-        reverted: [4, 3, 2, 1],
+        reverted: [...VERSIONS].reverse(),
       });
-      const wrong = await main('--to', '5').then(
+      const wrong = await main('--to', String(LATEST + 1)).then(
         () => undefined,
         (error: { code: number; stderr: string }) => error,
       );
       expect(wrong?.code).toBe(2);
-      expect(wrong?.stderr).toContain('--to must be a schema version: 0 to 4');
+      expect(wrong?.stderr).toContain(`--to must be a schema version: 0 to ${LATEST}`);
       expect(await db.versions()).toStrictEqual([]);
     });
   });

@@ -1,16 +1,14 @@
 import { NewPlantSchema } from '@plant-store/schema';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { apiOnStore } from './support/api-on-store.ts';
 import { postPlant } from './support/http.ts';
-import { type InProcessApi, startInProcess } from './support/in-process.ts';
+import type { RunningApi } from './support/in-process.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
 
-describe('the shared zod schemas', () => {
-  let api: InProcessApi;
-  beforeAll(async () => {
-    api = await startInProcess();
-  });
-  afterAll(async () => {
-    await api?.close();
-  });
+describe.each(testStores())('the shared zod schemas, serving on $name', (testStore) => {
+  let api: RunningApi;
+  let store: TestStoreInstance;
+  apiOnStore(testStore, (running) => ({ api, store } = running));
 
   it('are never mutated into coercing by serving REST requests or the document', async () => {
     expect((await postPlant(api.url, '{"id":1,"name":"Fern"}')).status).toBe(200);
@@ -18,6 +16,6 @@ describe('the shared zod schemas', () => {
     expect((await fetch(`${api.url}/openapi.json`)).status).toBe(200);
     expect(NewPlantSchema.shape.id.safeParse('12').success).toBe(false);
     expect(NewPlantSchema.safeParse({ id: true, name: 'Fern' }).success).toBe(false);
-    expect(await api.store.ids()).toEqual([1n]);
+    expect(await store.ids()).toEqual([1n]);
   });
 });

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { apiOnStore } from './support/api-on-store.ts';
 import { JSON_HEADERS, send, TOKEN } from './support/http.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
+import { testStores } from './support/stores.ts';
 
 const run = promisify(execFile);
 const BIN = new URL('../node_modules/.bin/', import.meta.url).pathname;
@@ -21,22 +23,25 @@ type Document = {
   components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
 };
 
-let api: ApiProcess;
 let doc: Document;
 let dir: string;
+// The document, as the api on SQLite serves it (it does not depend on the store).
 beforeAll(async () => {
-  api = await startApiProcess();
-  const answer = await send(`${api.url}/openapi.json`);
-  expect(answer.status).toBe(200);
-  expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
-  doc = answer.json as Document;
-  dir = mkdtempSync(join(tmpdir(), 'plant-store-oas-'));
-  writeFileSync(join(dir, 'openapi.json'), answer.text);
-  writeFileSync(join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
+  const api = await startInProcess();
+  try {
+    const answer = await send(`${api.url}/openapi.json`);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    doc = answer.json as Document;
+    dir = mkdtempSync(join(tmpdir(), 'plant-store-oas-'));
+    writeFileSync(join(dir, 'openapi.json'), answer.text);
+    writeFileSync(join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
+  } finally {
+    await api.stop();
+    api.cleanup();
+  }
 });
-afterAll(async () => {
-  await api?.stop();
-  api?.cleanup();
+afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -120,6 +125,31 @@ describe('GET /openapi.json', () => {
     );
   });
 
+  it('lints with 0 errors under Redocly recommended and spectral:oas', async () => {
+    const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
+    const redocly = await run(
+      `${BIN}redocly`,
+      ['lint', join(dir, 'openapi.json'), '--extends', 'recommended'],
+      {
+        env,
+      },
+    );
+    expect(redocly.stderr).toContain('Your API description is valid');
+    const report = join(dir, 'spectral.json');
+    await run(
+      `${BIN}spectral`,
+      ['lint', join(dir, 'openapi.json'), '-r', join(dir, '.spectral.yaml'), '-f', 'json', '-o', report],
+      { env },
+    );
+    const problems = JSON.parse(readFileSync(report, 'utf8')) as { severity: number; code: string }[];
+    expect(problems.filter((problem) => problem.severity === 0)).toEqual([]);
+  }, 60_000);
+});
+
+describe.each(testStores())('the operations served on $name', (testStore) => {
+  let api: RunningApi;
+  apiOnStore(testStore, (running) => ({ api } = running));
+
   it('documents exactly the operations served', async () => {
     for (const path of Object.keys(doc.paths)) {
       for (const method of METHODS) {
@@ -186,24 +216,4 @@ describe('GET /openapi.json', () => {
         });
     }
   });
-
-  it('lints with 0 errors under Redocly recommended and spectral:oas', async () => {
-    const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
-    const redocly = await run(
-      `${BIN}redocly`,
-      ['lint', join(dir, 'openapi.json'), '--extends', 'recommended'],
-      {
-        env,
-      },
-    );
-    expect(redocly.stderr).toContain('Your API description is valid');
-    const report = join(dir, 'spectral.json');
-    await run(
-      `${BIN}spectral`,
-      ['lint', join(dir, 'openapi.json'), '-r', join(dir, '.spectral.yaml'), '-f', 'json', '-o', report],
-      { env },
-    );
-    const problems = JSON.parse(readFileSync(report, 'utf8')) as { severity: number; code: string }[];
-    expect(problems.filter((problem) => problem.severity === 0)).toEqual([]);
-  }, 60_000);
 });

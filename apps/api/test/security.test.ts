@@ -6,7 +6,7 @@
  */
 import { parseJson } from '@plant-store/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -26,11 +26,11 @@ const INJECTIONS = [
 
 describe.each(testStores())('OWASP API Top 10 on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
 
   beforeAll(async () => {
     store = await testStore.setup();
-    api = await startApiProcess({
+    api = await startInProcess({
       env: { ...store.env, RATE_LIMIT_MAX: '1000', RATE_LIMIT_WINDOW_SECONDS: '60' },
     });
   });
@@ -134,7 +134,7 @@ describe.each(testStores())('OWASP API Top 10 on $name', (testStore) => {
     it('caps the body (413), the page size (400) and the request rate (429)', async () => {
       expect((await postPlant(api.url, `{"id":2,"name":"${'x'.repeat(70_000)}"}`)).status).toBe(413);
       expect((await send(`${api.url}/plants?limit=100000`, { headers: AUTH })).status).toBe(400);
-      const limited = await startApiProcess({
+      const limited = await startInProcess({
         env: { ...store.env, RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_SECONDS: '60' },
       });
       try {

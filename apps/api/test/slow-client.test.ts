@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 import { send, TOKEN } from './support/http.ts';
 
 /** Writes `chunks` to a raw TCP connection with `gapMs` between them; resolves with what came back and how long the server kept it open. */
@@ -34,9 +34,9 @@ async function trickle(
 }
 
 describe('slow and idle clients', () => {
-  let api: ApiProcess;
+  let api: RunningApi;
   beforeAll(async () => {
-    api = await startApiProcess({
+    api = await startInProcess({
       env: {
         HTTP_HEADERS_TIMEOUT_MS: '1000',
         HTTP_REQUEST_TIMEOUT_MS: '2000',

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newTokenSecret, tokenDigest } from '../src/auth.ts';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { startApiProcess } from './support/api-process.ts';
 import { errorBody, send, TOKEN } from './support/http.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 import {
   postgresAvailable,
   postgresTestStore,
@@ -32,7 +33,7 @@ const admin = (env: Record<string, string>, ...args: string[]) =>
     env: { PATH: process.env.PATH ?? '', API_TOKENS: TOKEN, ...env },
   });
 
-const getPlants = (api: ApiProcess, secret: string) =>
+const getPlants = (api: RunningApi, secret: string) =>
   send(`${api.url}/plants?limit=1`, { headers: { authorization: `Bearer ${secret}` } });
 
 async function eventually(check: () => Promise<boolean>, withinMs: number): Promise<void> {
@@ -43,15 +44,15 @@ async function eventually(check: () => Promise<boolean>, withinMs: number): Prom
   }
 }
 
-const count = (api: ApiProcess, message: string) =>
+const count = (api: RunningApi, message: string) =>
   api.logs.filter((line) => line.includes(`"msg":"${message}"`)).length;
 
 describe.each(testStores())('token names on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
   beforeAll(async () => {
     store = await testStore.setup();
-    api = await startApiProcess({ env: { ...store.env, TOKEN_REFRESH_MS: String(REFRESH_MS) } });
+    api = await startInProcess({ env: { ...store.env, TOKEN_REFRESH_MS: String(REFRESH_MS) } });
   });
   afterAll(async () => {
     await api?.stop();

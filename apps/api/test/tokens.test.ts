@@ -4,8 +4,8 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
 import { send } from './support/http.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
@@ -44,7 +44,8 @@ async function eventually(check: () => Promise<boolean>, withinMs: number): Prom
 
 describe.each(testStores())('issued tokens on $name', (testStore) => {
   let store: TestStoreInstance;
-  let apis: ApiProcess[] = [];
+  let apis: RunningApi[] = [];
+  // The admin CLI as an operator runs it, built: what it prints and its exit codes are tested here.
   const admin = (...args: string[]) =>
     promisify(execFile)(process.execPath, [MAIN, ...args], {
       env: { PATH: process.env.PATH ?? '', API_TOKENS: CONFIG_TOKEN, ...store.env },
@@ -54,8 +55,8 @@ describe.each(testStores())('issued tokens on $name', (testStore) => {
     store = await testStore.setup();
     const env = { ...store.env, TOKEN_REFRESH_MS: String(REFRESH_MS), API_TOKENS: CONFIG_TOKEN };
     // Two instances where the store is shared (PostgreSQL); one on SQLite.
-    apis = [await startApiProcess({ env, token: CONFIG_TOKEN })];
-    if (testStore.name === 'postgres') apis.push(await startApiProcess({ env, token: CONFIG_TOKEN }));
+    apis = [await startInProcess({ env, token: CONFIG_TOKEN })];
+    if (testStore.name === 'postgres') apis.push(await startInProcess({ env, token: CONFIG_TOKEN }));
   });
   afterAll(async () => {
     for (const api of apis) {

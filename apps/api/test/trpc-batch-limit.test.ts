@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_BATCH_CALLS } from '../src/http/trpc.ts';
 import type { AppRouter } from '../src/router.ts';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { JSON_HEADERS, send, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -44,7 +44,7 @@ function listBatch(calls: number): string {
 }
 
 describe.each(testStores())('the size of a tRPC batch on $name', (testStore) => {
-  let api: ApiProcess;
+  let api: RunningApi;
   let store: TestStoreInstance;
 
   apiOnStore(testStore, (running) => ({ api, store } = running));

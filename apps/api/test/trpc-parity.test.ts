@@ -3,7 +3,7 @@ import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
 import type { AppRouter } from '../src/router.ts';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { postPlant, TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -27,7 +27,7 @@ async function rejection(promise: Promise<unknown>): Promise<TRPCClientError<App
 
 describe.each(testStores())('REST and tRPC share one contract on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
 
   apiOnStore(testStore, (running) => ({ api, store } = running));
 

@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { newPlantWebhook } from '../src/webhooks/event.ts';
 import { startDeliveryWorker } from '../src/webhooks/worker.ts';
-import type { ApiProcess } from './support/api-process.ts';
+import type { RunningApi } from './support/in-process.ts';
 import { startBlackHole } from './support/black-hole.ts';
 import { postPlant, send, TOKEN } from './support/http.ts';
 import { type LogLine, logLines, waitForLogs } from './support/logs.ts';
@@ -20,7 +20,7 @@ const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 // Attempts still hanging at the end of a test need not hold its teardown for 10 s.
 const { defer, setup, startApi, receiver } = webhookFixtures({ SHUTDOWN_GRACE_MS: '500' });
 
-async function metricsText(api: ApiProcess): Promise<string> {
+async function metricsText(api: RunningApi): Promise<string> {
   const answer = await send(`${api.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(answer.status).toBe(200);
   return answer.text;

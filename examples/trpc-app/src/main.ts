@@ -20,7 +20,8 @@ if (!token) {
 }
 const plants = createTrpcClient({ baseUrl: process.env.PLANTS_URL ?? 'http://127.0.0.1:3000', token }).plants;
 
-// Calls made together go out as one batched HTTP request; each settles on its own.
+// Each create goes out in a request of its own with an Idempotency-Key, retried by the client if
+// the connection drops (a retry of one that committed resolves as created); each settles on its own.
 const created = await Promise.allSettled(GREENHOUSE.map((plant) => plants.create.mutate(plant)));
 created.forEach((result, i) => {
   const { id, name } = GREENHOUSE[i]!;

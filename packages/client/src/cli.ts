@@ -1,4 +1,7 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   EventIdSchema,
@@ -11,8 +14,14 @@ import {
   type PlantWithId,
   stringifyJson,
 } from '@plant-store/schema';
+import { backoffFetch, createBackoff, type RateLimitPolicy } from './backoff.ts';
+import { exportPlants } from './bulk-export.ts';
+import { type ImportSummary, importPlants } from './bulk-import.ts';
 import { PlantStoreError } from './errors.ts';
-import { createRestClient, type RestClient } from './rest.ts';
+import { countRecords, FORMATS, type Format, PlantFileError, readPlants } from './plant-file.ts';
+import { type Progress, progress } from './progress.ts';
+import { createRestClient } from './rest.ts';
+import { plantsCreateBatch } from './trpc-batch.ts';
 
 /** The exit statuses scripts can rely on. */
 const EXIT = {
@@ -28,6 +37,12 @@ const EXIT = {
 
 const DEFAULT_URL = 'http://127.0.0.1:3000';
 const TIMEOUT_MS = 30_000;
+/** The server refuses a tRPC request of more calls (MAX_BATCH_CALLS in apps/api/src/http/trpc.ts). */
+const MAX_BATCH_CALLS = 100;
+/** Bytes of one import batch, at most: the server refuses a body over 64 KiB (BODY_LIMIT_BYTES). */
+const MAX_BATCH_BYTES = 60_000;
+/** Import batches in flight at once, at most. */
+const MAX_CONCURRENCY = 4;
 
 const USAGE = `Usage: plants <command> [options]
 
@@ -36,6 +51,8 @@ Commands:
   list [--limit <n>] [--after <id>] [--all]      list plants in id order (--all: every page)
   get <id>                                       show one plant
   delete <id>                                    delete one plant
+  import <file> [--format ndjson|csv]            create the plants of a file (- reads stdin)
+  export [--format ndjson|csv]                   write every plant to stdout (default ndjson)
   watch [--after <event id>]                     print creates and deletes live until Ctrl-C
                                                  (exit 0); reconnects by itself and resumes
                                                  where it left off. --after: start after that
@@ -54,8 +71,17 @@ Options:
 Ids are signed 64-bit integers, kept exact. A negative id needs "=" or "--":
   plants create --id=-5 --name Fern    plants get -- -5
 
-Exit status: 0 ok, 1 the server answered with an error, 2 wrong usage (nothing sent),
-3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s);
+Files: NDJSON has one {"id": 1, "name": "Fern", "tag": "herb"} per line; CSV has a header naming
+its columns (id,name[,tag]), an empty tag field for no tag and "" for the empty tag. The format
+comes from the extension (.ndjson, .jsonl, .csv) unless --format says it. import checks each
+line before sending it (invalid lines are reported on stderr with their line number), creates
+the plants in tRPC batches within the token's rate limit (waiting as 429's Retry-After says),
+counts plants that already exist as already present (so a re-run resumes), and ends with a
+summary on stdout (--json: as JSON). import and export show a progress bar on stderr when it
+is a terminal; export writes the plants to stdout in id order, ids exact.
+
+Exit status: 0 ok, 1 the server answered with an error (import: a line was invalid or failed),
+2 wrong usage (nothing sent), 3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s);
 watch keeps retrying instead, and exits 0 on Ctrl-C (SIGINT) or SIGTERM.
 `;
 
@@ -71,6 +97,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   after: { type: 'string' },
   all: { type: 'boolean' },
+  format: { type: 'string' },
 } as const;
 
 const parse = (args: string[]) => parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
@@ -84,12 +111,17 @@ class UsageError extends Error {}
 
 type Output = { json: boolean; print(line: string): void };
 
+/** Where the server is and how to be let in, from the command line or the environment. */
+type Connection = { baseUrl: string; token: string };
+
 type Command = {
   /** The options it takes besides the global ones. */
   options: string[];
-  /** How many operands (ids) it takes. */
+  /** How many operands it takes, and what one is. */
   operands: number;
-  run(client: RestClient, values: Values, operands: string[], out: Output): Promise<void>;
+  operand?: 'id' | 'file';
+  /** Resolves to the exit status. */
+  run(connection: Connection, values: Values, operands: string[], out: Output): Promise<number>;
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -121,21 +153,27 @@ async function main(argv: string[]): Promise<number> {
     if (misplaced.length > 0) throw new UsageError(`${command} takes no --${misplaced[0]}.`);
     if (operands.length !== spec.operands) {
       throw new UsageError(
-        spec.operands === 0 ? `${command} takes no operand ("${operands[0]}").` : `${command} needs one id.`,
+        spec.operands === 0
+          ? `${command} takes no operand ("${operands[0]}").`
+          : `${command} needs one ${spec.operand ?? 'id'}.`,
       );
     }
-    const client = connect(values);
+    const connection = connect(values);
     const output: Output = { json, print: (line) => process.stdout.write(`${line}\n`) };
-    await spec.run(client, values, operands, output);
-    return EXIT.ok;
+    return await spec.run(connection, values, operands, output);
   } catch (error) {
     if (error instanceof UsageError) return usageFailure(error.message);
+    if (error instanceof PlantFileError) {
+      process.stderr.write(`plants: ${error.message}\n`);
+      return EXIT.failed;
+    }
     if (error instanceof PlantStoreError) return callFailure(error, json);
     throw error;
   }
 }
 
-async function create(client: RestClient, values: Values, _operands: string[], out: Output): Promise<void> {
+async function create(connection: Connection, values: Values, _operands: string[], out: Output) {
+  const client = createRestClient(connection);
   if (values.id === undefined) throw new UsageError('create needs --id <id>.');
   if (values.name === undefined) throw new UsageError('create needs --name <name>.');
   const id = parseId(values.id, '--id');
@@ -144,9 +182,11 @@ async function create(client: RestClient, values: Values, _operands: string[], o
     callOptions(),
   );
   showPlants([{ id, ...plant }], out, 'one');
+  return EXIT.ok;
 }
 
-async function list(client: RestClient, values: Values, _operands: string[], out: Output): Promise<void> {
+async function list(connection: Connection, values: Values, _operands: string[], out: Output) {
+  const client = createRestClient(connection);
   const limit = values.limit === undefined ? undefined : parseLimit(values.limit);
   let after = values.after === undefined ? undefined : parseId(values.after, '--after');
   const plants: PlantWithId[] = [];
@@ -159,24 +199,129 @@ async function list(client: RestClient, values: Values, _operands: string[], out
   } while (values.all && next !== undefined);
   if (out.json) {
     out.print(stringifyJson({ plants, next: next ?? null }));
-    return;
+    return EXIT.ok;
   }
   showPlants(plants, out, 'many');
   if (next !== undefined)
     process.stderr.write(`More plants follow: plants list --after ${next} (or --all)\n`);
+  return EXIT.ok;
 }
 
-async function get(client: RestClient, _values: Values, [id]: string[], out: Output): Promise<void> {
+async function get(connection: Connection, _values: Values, [id]: string[], out: Output) {
+  const client = createRestClient(connection);
   showPlants([await client.getPlant(parseId(id!, 'the id'), callOptions())], out, 'one');
+  return EXIT.ok;
 }
 
-async function remove(client: RestClient, _values: Values, [text]: string[], out: Output): Promise<void> {
+async function remove(connection: Connection, _values: Values, [text]: string[], out: Output) {
   const id = parseId(text!, 'the id');
-  await client.deletePlant(id, callOptions());
+  await createRestClient(connection).deletePlant(id, callOptions());
   out.print(out.json ? stringifyJson({ id, deleted: true }) : `Deleted plant ${id}.`);
+  return EXIT.ok;
 }
 
-async function watch(client: RestClient, values: Values, _operands: string[], out: Output): Promise<void> {
+async function importFile(connection: Connection, values: Values, [file]: string[], out: Output) {
+  const format = fileFormat(values.format, file!);
+  const fromStdin = file === '-';
+  if (!fromStdin) {
+    const isFile = await stat(file!).then(
+      (stats) => stats.isFile(),
+      () => false,
+    );
+    if (!isFile) throw new UsageError(`there is no file "${file}".`);
+  }
+  let waits = 0;
+  let bar: Progress | undefined;
+  const backoff = createBackoff({
+    onWait(seconds) {
+      waits++;
+      bar?.note(`(rate limited: waiting ${seconds} s)`);
+    },
+  });
+  // One cheap call first: a wrong token or URL fails before any line is read, and its answer
+  // carries the rate limit that sizes the batches.
+  const fetch = backoffFetch(backoff, { timeoutMs: TIMEOUT_MS });
+  await createRestClient({ ...connection, fetch }).listPlants({ limit: 1 });
+  const { batchSize, concurrency } = batching(backoff.policy);
+  const createBatch = plantsCreateBatch({ ...connection, backoff, timeoutMs: TIMEOUT_MS });
+  const total =
+    process.stderr.isTTY && !fromStdin ? await countRecords(createReadStream(file!), format) : undefined;
+  bar = progress(process.stderr, 'records', total);
+  const input = fromStdin ? process.stdin : createReadStream(file!);
+  let summary: ImportSummary;
+  try {
+    summary = await importPlants(readPlants(input, format), {
+      createBatch,
+      batchSize,
+      batchBytes: MAX_BATCH_BYTES,
+      concurrency,
+      onProgress: (done) => bar.update(done),
+    });
+  } finally {
+    bar.stop();
+    createBatch.close();
+  }
+  const { created, present, invalid, failed } = summary;
+  for (const { line, message } of invalid)
+    process.stderr.write(`plants: line ${line}: invalid: ${message}\n`);
+  for (const { line, message } of failed) process.stderr.write(`plants: line ${line}: failed: ${message}\n`);
+  if (waits > 0) {
+    process.stderr.write(
+      `plants: the server's rate limit held the import back: ${waits} batches waited as Retry-After said.\n`,
+    );
+  }
+  out.print(
+    out.json
+      ? stringifyJson(summary)
+      : `${created} created, ${present} already present, ${invalid.length} invalid, ${failed.length} failed.`,
+  );
+  return invalid.length > 0 || failed.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * Batches of at most the server's limit, and never more calls in flight than the token may make
+ * in one rate-limit window (a batch larger than that could never pass).
+ */
+function batching(policy: RateLimitPolicy | undefined): { batchSize: number; concurrency: number } {
+  const points = policy?.points ?? Number.POSITIVE_INFINITY;
+  const batchSize = Math.max(1, Math.min(MAX_BATCH_CALLS, points));
+  return { batchSize, concurrency: Math.max(1, Math.min(MAX_CONCURRENCY, Math.floor(points / batchSize))) };
+}
+
+async function exportAll(connection: Connection, values: Values, _operands: string[], _out: Output) {
+  const format = values.format === undefined ? 'ndjson' : parseFormat(values.format);
+  const client = createRestClient({
+    ...connection,
+    fetch: backoffFetch(createBackoff(), { timeoutMs: TIMEOUT_MS }),
+  });
+  const bar = progress(process.stderr, 'plants');
+  try {
+    await exportPlants(client, process.stdout, { format, onProgress: (written) => bar.update(written) });
+    return EXIT.ok;
+  } catch (error) {
+    // The reader went away (`plants export | head`): nothing more to say.
+    if ((error as { code?: string }).code === 'EPIPE') return EXIT.ok;
+    throw error;
+  } finally {
+    bar.stop();
+  }
+}
+
+function fileFormat(option: string | undefined, file: string): Format {
+  if (option !== undefined) return parseFormat(option);
+  const extension = extname(file).toLowerCase();
+  if (extension === '.csv') return 'csv';
+  if (extension === '.ndjson' || extension === '.jsonl') return 'ndjson';
+  throw new UsageError(`say the format of "${file}" with --format ndjson or --format csv.`);
+}
+
+function parseFormat(text: string): Format {
+  if ((FORMATS as readonly string[]).includes(text)) return text as Format;
+  throw new UsageError(`--format must be ndjson or csv ("${text}").`);
+}
+
+async function watch(connection: Connection, values: Values, _operands: string[], out: Output) {
+  const client = createRestClient(connection);
   const after = values.after === undefined ? undefined : parseEventId(values.after);
   const stop = new AbortController();
   const end = () => stop.abort();
@@ -197,6 +342,7 @@ async function watch(client: RestClient, values: Values, _operands: string[], ou
     process.off('SIGINT', end);
     process.off('SIGTERM', end);
   }
+  return EXIT.ok;
 }
 
 /** One event as a row: time, type, plant id, name, tag (a delete has neither name nor tag). */
@@ -220,10 +366,12 @@ const COMMANDS = new Map<string, Command>([
   ['list', { options: ['limit', 'after', 'all'], operands: 0, run: list }],
   ['get', { options: [], operands: 1, run: get }],
   ['delete', { options: [], operands: 1, run: remove }],
+  ['import', { options: ['format'], operands: 1, operand: 'file', run: importFile }],
+  ['export', { options: ['format'], operands: 0, run: exportAll }],
   ['watch', { options: ['after'], operands: 0, run: watch }],
 ]);
 
-function connect(values: Values): RestClient {
+function connect(values: Values): Connection {
   const baseUrl = values.url ?? process.env.PLANTS_URL ?? DEFAULT_URL;
   let url: URL;
   try {
@@ -238,7 +386,7 @@ function connect(values: Values): RestClient {
   if (token === undefined || token === '') {
     throw new UsageError('a bearer token is needed: set PLANTS_TOKEN (or pass --token).');
   }
-  return createRestClient({ baseUrl, token });
+  return { baseUrl, token };
 }
 
 function callOptions() {

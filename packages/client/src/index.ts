@@ -23,4 +23,5 @@ export {
   type RestClient,
   type RestClientOptions,
 } from './rest.ts';
+export type { RetryOptions } from './retry.ts';
 export { createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';

@@ -17,8 +17,9 @@ import {
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import { failureReason, PlantStoreError } from './errors.ts';
+import { idempotencyKeyHeader, keyFor, markRetriable, type RetryOptions, withRetries } from './retry.ts';
 
-export { PlantStoreError };
+export { PlantStoreError, type RetryOptions };
 
 /** Options of {@link createRestClient}. */
 export type RestClientOptions = {
@@ -28,12 +29,22 @@ export type RestClientOptions = {
   token: string;
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
+  /**
+   * How creates and deletes are retried (see {@link RetryOptions}); 3 attempts by default. While
+   * retries are on, each create and delete carries an `Idempotency-Key` (a new random UUID).
+   */
+  retry?: RetryOptions;
 };
 
 /** Options of one call. */
 export type CallOptions = {
   /** Aborts the call, e.g. `AbortSignal.timeout(5_000)`; it then fails with `status` 0. */
   signal?: AbortSignal;
+  /**
+   * `createPlant` and `deletePlant`: the `Idempotency-Key` sent with every attempt of this call; a
+   * new random UUID when omitted (none with retries off). Pass your own to retry across processes.
+   */
+  idempotencyKey?: string;
 };
 
 /** One page of {@link RestClient.listPlants}. */
@@ -97,6 +108,8 @@ type Call<T> = {
   body?: unknown;
   /** `undefined`: a success has no body (204). */
   answer: AnswerSchema<T> | undefined;
+  /** Sent as `Idempotency-Key`, and the call retried as `RetryOptions` says: a create or a delete. */
+  idempotencyKey?: string;
 };
 
 type Answer<T> = { data: T; headers: Headers; url: string };
@@ -108,10 +121,21 @@ const PlantListSchema = z.array(PlantWithIdSchema);
  * back through the exact JSON codec, so int64 ids never lose a digit.
  */
 export function createRestClient(options: RestClientOptions): RestClient {
-  const send = createSender(options);
+  const sendOnce = createSender(options);
+  // Only keyed calls are retried: the server answers a repeat of one that did commit as it did then.
+  const send = <T>(request: Call<T>, call: CallOptions = {}) =>
+    request.idempotencyKey === undefined
+      ? sendOnce(request, call)
+      : withRetries(() => sendOnce(request, call), options.retry, call.signal);
   return {
     async createPlant(plant, call) {
-      return (await send({ method: 'POST', path: '/plants', body: plant, answer: PlantSchema }, call)).data;
+      const idempotencyKey = keyFor(call?.idempotencyKey, options.retry);
+      return (
+        await send(
+          { method: 'POST', path: '/plants', body: plant, answer: PlantSchema, idempotencyKey },
+          call,
+        )
+      ).data;
     },
     async listPlants({ limit, after } = {}, call) {
       const query: Record<string, string> = {};
@@ -127,7 +151,8 @@ export function createRestClient(options: RestClientOptions): RestClient {
       return (await send({ method: 'GET', path: `/plants/${id}`, answer: PlantWithIdSchema }, call)).data;
     },
     async deletePlant(id, call) {
-      await send({ method: 'DELETE', path: `/plants/${id}`, answer: undefined }, call);
+      const idempotencyKey = keyFor(call?.idempotencyKey, options.retry);
+      await send({ method: 'DELETE', path: `/plants/${id}`, answer: undefined, idempotencyKey }, call);
     },
     events: (events) => streamEvents(options, events),
   };
@@ -282,7 +307,7 @@ function nextCursor(link: string | null, base: string): bigint | undefined {
 function createSender({ baseUrl, token, fetch = globalThis.fetch }: RestClientOptions) {
   const root = String(baseUrl).replace(/\/+$/, '');
   return async <T>(
-    { method, path, query, body, answer }: Call<T>,
+    { method, path, query, body, answer, idempotencyKey }: Call<T>,
     call: CallOptions = {},
   ): Promise<Answer<T>> => {
     const search = new URLSearchParams(query).toString();
@@ -296,6 +321,7 @@ function createSender({ baseUrl, token, fetch = globalThis.fetch }: RestClientOp
         authorization: `Bearer ${token}`,
         accept: 'application/json',
         ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(idempotencyKey !== undefined && { 'idempotency-key': idempotencyKeyHeader(idempotencyKey) }),
       },
       ...(body !== undefined && { body: stringifyJson(body) }),
       ...(call.signal && { signal: call.signal }),
@@ -316,11 +342,12 @@ function createSender({ baseUrl, token, fetch = globalThis.fetch }: RestClientOp
 
     if (!response.ok) {
       const error = errorBody(text);
-      if (error) throw new PlantStoreError({ method, url, status: response.status, body: error });
-      throw fail({
-        status: response.status,
-        reason: response.statusText || 'the answer is not an Error body',
-      });
+      const failure = error
+        ? new PlantStoreError({ method, url, status: response.status, body: error })
+        : fail({ status: response.status, reason: response.statusText || 'the answer is not an Error body' });
+      // A 409 with Retry-After: the same Idempotency-Key is still in flight (not a duplicate id).
+      if (response.status === 409 && response.headers.has('retry-after')) markRetriable(failure);
+      throw failure;
     }
     if (answer === undefined) {
       if (text !== '')

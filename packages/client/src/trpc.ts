@@ -3,6 +3,7 @@ import {
   type CreateTRPCClientOptions,
   createTRPCClientProxy,
   httpBatchLink,
+  httpLink,
   httpSubscriptionLink,
   retryLink,
   splitLink,
@@ -14,6 +15,10 @@ import {
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { failureReason, PlantStoreError } from './errors.ts';
+import { idempotencyKeyHeader, keyFor, markRetriable, type RetryOptions, withRetries } from './retry.ts';
+
+/** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
+const KEYED = new Set(['plants.create', 'plants.delete']);
 
 /** Calls per HTTP request unless `batch.maxItems` says otherwise. */
 const DEFAULT_MAX_ITEMS = 10;
@@ -36,6 +41,14 @@ export type TrpcClientOptions = {
   batch?: { maxItems?: number };
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
+  /**
+   * How `plants.create` and `plants.delete` are retried (see {@link RetryOptions}); 3 attempts by
+   * default. While retries are on, each is sent on its own (a key names one request, so keyed calls
+   * are not batched) with an `Idempotency-Key`, the same on every attempt; pass
+   * `{ context: { idempotencyKey } }` as the mutation's options to choose it. With
+   * `{ attempts: 1 }` creates and deletes carry no key and are batched like every other call.
+   */
+  retry?: RetryOptions;
 };
 
 /**
@@ -54,15 +67,34 @@ export type TrpcClient = TRPCClient<AppRouter>;
  * last event it delivered (`lastEventId`): no gap, no repeat. `onError` gets a
  * {@link PlantStoreError} for what retrying cannot fix (401, 403, 410).
  */
-export function createTrpcClient({ baseUrl, token, batch = {}, fetch }: TrpcClientOptions): TrpcClient {
+export function createTrpcClient({
+  baseUrl,
+  token,
+  batch = {},
+  fetch,
+  retry,
+}: TrpcClientOptions): TrpcClient {
   const url = `${String(baseUrl).replace(/\/+$/, '')}/trpc`;
   const authorization = `Bearer ${token}`;
-  const calls = httpBatchLink<AppRouter>({
-    url,
-    transformer: superjson,
-    maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
-    headers: { authorization },
-    ...(fetch && { fetch }),
+  const calls = splitLink<AppRouter>({
+    // The server takes a key from the header of a request of one call.
+    condition: (op) => typeof op.context.idempotencyKey === 'string',
+    true: httpLink({
+      url,
+      transformer: superjson,
+      headers: ({ op }) => ({
+        authorization,
+        'idempotency-key': idempotencyKeyHeader(op.context.idempotencyKey as string),
+      }),
+      ...(fetch && { fetch }),
+    }),
+    false: httpBatchLink({
+      url,
+      transformer: superjson,
+      maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
+      headers: { authorization },
+      ...(fetch && { fetch }),
+    }),
   });
   const subscriptions = [
     // Resubscribes with the last tracked id when EventSource gives up (an answer other than 200).
@@ -86,7 +118,7 @@ export function createTrpcClient({ baseUrl, token, batch = {}, fetch }: TrpcClie
     true: subscriptions,
     false: calls,
   });
-  return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url));
+  return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url, retry));
 }
 
 /** The HTTP status that ended a subscription's connection; `undefined` when there was no answer. */
@@ -105,10 +137,12 @@ function isRetried(status: number | undefined): boolean {
  */
 class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
   readonly #url: string;
+  readonly #retry: RetryOptions | undefined;
 
-  constructor(options: CreateTRPCClientOptions<AppRouter>, url: string) {
+  constructor(options: CreateTRPCClientOptions<AppRouter>, url: string, retry?: RetryOptions) {
     super(options);
     this.#url = url;
+    this.#retry = retry;
     // `onError` of the callback form gets a PlantStoreError (the method is overloaded: replaced here).
     const subscribe = this.subscription.bind(this) as (
       path: string,
@@ -132,9 +166,17 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
   }
 
   override mutation(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
-    return super.mutation(path, input, opts).catch((error: unknown) => {
-      throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
-    });
+    const once = (options?: TRPCRequestOptions) =>
+      super.mutation(path, input, options).catch((error: unknown) => {
+        throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
+      });
+    const given = opts?.context?.idempotencyKey;
+    const idempotencyKey = KEYED.has(path)
+      ? keyFor(typeof given === 'string' ? given : undefined, this.#retry)
+      : undefined;
+    if (idempotencyKey === undefined) return once(opts);
+    const keyed = { ...opts, context: { ...opts?.context, idempotencyKey } };
+    return withRetries(() => once(keyed), this.#retry, opts?.signal ?? undefined);
   }
 }
 
@@ -143,13 +185,17 @@ function toPlantStoreError(error: unknown, method: string, url: string): unknown
   // `data.httpStatus` is this call's own status, also inside a batch answered 207.
   const httpStatus: unknown = error.data?.httpStatus;
   if (typeof httpStatus === 'number') {
-    return new PlantStoreError({
+    const failure = new PlantStoreError({
       method,
       url,
       status: httpStatus,
       body: { error: httpStatus, message: error.message },
       cause: error,
     });
+    // A 409 with Retry-After: the same Idempotency-Key is still in flight (not a duplicate id).
+    const headers = (error.meta?.response as { headers?: Headers } | undefined)?.headers;
+    if (httpStatus === 409 && headers?.has('retry-after')) markRetriable(failure);
+    return failure;
   }
   // No tRPC error body: the request failed, or the answer was not tRPC's (e.g. a proxy's 502 page),
   // or a subscription's EventSource failed (its error event has the status as `code`).

@@ -1,24 +1,13 @@
-import { execFile } from 'node:child_process';
 import { type ApiProcess, apiProcessPerFile, startApiProcess } from '@plant-store/api/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort } from './support/clients.ts';
+import { runPlants } from './support/plants-cli.ts';
 
-const BIN = new URL('../bin/plants.js', import.meta.url).pathname;
 const TOKEN = 'cli-test-token-0123456789';
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-/** Runs the `plants` bin as a user's shell would, with PLANTS_URL/PLANTS_TOKEN set unless overridden. */
-function plants(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const base = { PATH: process.env.PATH ?? '', PLANTS_URL: api.url, PLANTS_TOKEN: TOKEN };
-  const merged = Object.fromEntries(
-    Object.entries({ ...base, ...env }).filter((entry): entry is [string, string] => entry[1] !== undefined),
-  );
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: merged }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-    });
-  });
+/** Runs the `plants` bin with PLANTS_URL/PLANTS_TOKEN set unless overridden. */
+function plants(args: string[], env: Record<string, string | undefined> = {}) {
+  return runPlants(args, { PLANTS_URL: api.url, PLANTS_TOKEN: TOKEN, ...env });
 }
 
 /** Request lines the api logged: proves a usage error sent nothing. */
@@ -226,11 +215,16 @@ describe('plants usage and failures', () => {
       'get <id>',
       'delete <id>',
       'watch [--after <event id>]',
+      'import <file> [--format ndjson|csv]',
+      'export [--format ndjson|csv]',
       '--json',
       'PLANTS_URL',
     ]) {
       expect(run.stdout).toContain(text);
     }
-    expect(run.stdout).toContain('Exit status: 0 ok, 1 the server answered with an error, 2 wrong usage');
+    expect(run.stdout).toContain(
+      'Exit status: 0 ok, 1 the server answered with an error (import: a line was invalid or failed),\n' +
+        '2 wrong usage',
+    );
   });
 });

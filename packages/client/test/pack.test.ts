@@ -141,6 +141,9 @@ describe('the packed client, installed outside the workspace', () => {
     expect(Object.keys(installed.dependencies).sort()).toEqual([
       '@trpc/client',
       '@trpc/server',
+      'cli-progress',
+      'csv-parse',
+      'csv-stringify',
       'eventsource',
       'eventsource-parser',
       'lossless-json',
@@ -172,5 +175,12 @@ describe('the packed client, installed outside the workspace', () => {
       env: { ...env, PLANTS_URL: api.url, PLANTS_TOKEN: TOKEN },
     });
     expect(cli.stdout).toBe('{"id":9007199254740995,"name":"Over tRPC"}\n');
+    // …including export, which loads the CSV writer from the tarball's dependencies.
+    const exported = await run(join(project, 'node_modules/.bin/plants'), ['export', '--format', 'csv'], {
+      env: { ...env, PLANTS_URL: api.url, PLANTS_TOKEN: TOKEN },
+    });
+    expect(exported.stdout).toBe(
+      'id,name,tag\n9007199254740993,Packed,tarball\n9007199254740995,Over tRPC,\n',
+    );
   }, 180_000);
 });

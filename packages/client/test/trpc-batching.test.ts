@@ -6,12 +6,16 @@ const TOKEN = 'batch-test-token-0123456789';
 
 const api = apiProcessPerFile({ token: TOKEN });
 
-/** A client whose every HTTP request is recorded as the list of procedures it carried. */
+/**
+ * A client whose every HTTP request is recorded as the list of procedures it carried. Retries are
+ * off: keyed (retried) creates are sent one per request, while these creates are batched.
+ */
 function countingClient(batch?: { maxItems?: number }) {
   const requests: string[][] = [];
   const client = createTrpcClient({
     baseUrl: api.url,
     token: TOKEN,
+    retry: { attempts: 1 },
     ...(batch && { batch }),
     fetch: (input, init) => {
       requests.push(new URL(String(input)).pathname.slice('/trpc/'.length).split(','));

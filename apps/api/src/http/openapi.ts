@@ -136,17 +136,6 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
   },
 };
 
-/** A stream's request header: where EventSource resumes from after a reconnection. */
-const LastEventIdHeader = z.object({
-  'Last-Event-ID': z
-    .string()
-    .regex(/^[0-9]{1,19}$/)
-    .optional()
-    .meta({
-      description: 'Resume after this event id (sent by EventSource when it reconnects); overrides `after`',
-    }),
-});
-
 function describe(
   { openapi, input, output, rest, stream }: AnyOperation,
   method: string,
@@ -169,18 +158,22 @@ function describe(
   const pick = (keys: string[]) =>
     z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
   const inBody = method === 'post';
+  const header = openapi.requestHeaders && { header: openapi.requestHeaders };
   return {
     operationId: openapi.operationId,
     summary: openapi.summary,
     description: openapi.description,
     tags: openapi.tags,
     ...(inBody
-      ? { requestBody: { required: true, content: { 'application/json': { schema: input } } } }
+      ? {
+          requestBody: { required: true, content: { 'application/json': { schema: input } } },
+          ...(header && { requestParams: header }),
+        }
       : {
           requestParams: {
             path: pick(pathParams),
             query: pick(Object.keys(shape).filter((key) => !pathParams.includes(key))),
-            ...(stream && { header: LastEventIdHeader }),
+            ...header,
           },
         }),
     responses: { [status]: success, ...Object.fromEntries(errors) },

@@ -3,6 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import { ApiError, describeIssues, methodNotAllowed } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
+import { type IdempotencyPolicy, parseIdempotencyKey, runWithKey } from '../idempotency.ts';
 import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
 import { readJsonBody } from './body.ts';
@@ -47,11 +48,15 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
  * Serves the REST routes with the registry's operations, which the tRPC procedures run too: the same authentication,
  * input schema and `run` as /trpc, without tRPC's per-call machinery (a Fetch Request and several
  * object spreads per call; see the performance notes in the README). Order of checks: route, token
- * and scope, body or parameters, validation, store. Errors are thrown to the error middleware.
+ * and scope, Idempotency-Key, body or parameters, validation, store. Errors are thrown to the error
+ * middleware. A keyed request whose answer is stored gets it again, with `Idempotent-Replayed: true`.
  */
 export function restAdapter(
   routes: RestRoute[],
-  deps: Pick<OperationContext, 'store' | 'webhooks' | 'events'> & { heartbeatMs: number },
+  deps: Pick<OperationContext, 'store' | 'webhooks' | 'events'> & {
+    heartbeatMs: number;
+    idempotency: IdempotencyPolicy;
+  },
 ): Middleware {
   return async (ctx, next) => {
     let route: RestRoute | undefined;
@@ -73,6 +78,11 @@ export function restAdapter(
     if (allowed.length === 0) return next();
     if (route === undefined) throw methodNotAllowed(ctx.method, allowed);
     const principal = authorize(ctx.state.auth, route.operation.scope);
+    const request = requestScope(ctx, 1);
+    const key =
+      route.operation.idempotencyKey && request.idempotencyKey !== undefined
+        ? parseIdempotencyKey(request.idempotencyKey)
+        : undefined;
     const raw = route.inputFromBody
       ? await readJsonBody(ctx.req)
       : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
@@ -82,10 +92,22 @@ export function restAdapter(
       throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
     }
     const { store, webhooks, events } = deps;
-    const output = await route.operation.run(
-      { store, webhooks, events, principal, request: requestScope(ctx, 1) },
-      parsed.data,
-    );
+    const context = { store, webhooks, events, principal, request };
+    let output: unknown;
+    if (key === undefined) output = await route.operation.run(context, parsed.data);
+    else {
+      const result = await runWithKey(route.operation, context, parsed.data, key, deps.idempotency);
+      if ('replay' in result) {
+        ctx.status = result.replay.status;
+        request.markReplayed?.();
+        if (result.replay.body !== null) {
+          ctx.type = 'application/json';
+          ctx.body = result.replay.body;
+        }
+        return;
+      }
+      output = result.output;
+    }
     if (route.operation.stream) return serveEventStream(ctx, output as EventStream, deps.heartbeatMs);
     const { rest } = route.operation;
     const presented = rest?.present

@@ -1,4 +1,5 @@
 import { type PlantEvent, PlantEventSchema, PlantEventsQuerySchema } from '@plant-store/schema';
+import { z } from 'zod';
 import type { EventStream } from '../events/hub.ts';
 import { defineOperation } from '../operation.ts';
 import type { StoredEvent } from '../store/store.ts';
@@ -21,6 +22,16 @@ export const plantEvents = defineOperation({
       'EVENTS_RETENTION_MS; resuming from before that answers 410. A consumer too slow to keep up is ' +
       'disconnected, and resumes by id.',
     tags: ['plants'],
+    requestHeaders: z.object({
+      'Last-Event-ID': z
+        .string()
+        .regex(/^[0-9]{1,19}$/)
+        .optional()
+        .meta({
+          description:
+            'Resume after this event id (sent by EventSource when it reconnects); overrides `after`',
+        }),
+    }),
     successDescription: 'The event stream (text/event-stream), one event per committed change',
     errorResponses: {
       400: 'A bad `after` or `Last-Event-ID`',

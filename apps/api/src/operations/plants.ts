@@ -10,7 +10,15 @@ import {
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
+import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
 import { defineOperation, storeCall } from '../operation.ts';
+
+/** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
+const KEY_ERRORS = {
+  400: 'Also: the Idempotency-Key header is malformed',
+  409: 'A request with this Idempotency-Key is still being processed; retry after Retry-After',
+  422: 'This Idempotency-Key was used for a different request (another body, method or path)',
+};
 
 /** Statuses every bearer-protected operation can answer besides its own. */
 export const PROTECTED_ERRORS = {
@@ -27,23 +35,34 @@ export const createPlant = defineOperation({
     path: '/plants',
     operationId: 'addPlant',
     summary: 'Create a plant',
-    description: 'Creates a new plant in the store.',
+    description:
+      'Creates a new plant in the store. Send an `Idempotency-Key` to make it safe to retry: a retry of a ' +
+      'create that did commit then gets the same 200 again (with `Idempotent-Replayed: true`), not 409.',
     tags: ['plants'],
-    successDescription: 'The created plant',
+    successDescription:
+      'The created plant (or, with `Idempotent-Replayed: true`, the stored answer to a retry)',
+    requestHeaders: IdempotencyKeyHeaders,
+    responseHeaders: ReplayedHeaders,
     errorResponses: {
-      400: 'The body is not valid JSON or not a NewPlant',
-      409: 'A plant with this id already exists',
+      400: `The body is not valid JSON or not a NewPlant. ${KEY_ERRORS[400]}`,
+      409: `A plant with this id already exists, or: ${KEY_ERRORS[409]}`,
       413: 'The body is larger than the limit',
       415: 'The body is not application/json',
+      422: KEY_ERRORS[422],
       ...PROTECTED_ERRORS,
     },
   },
   input: NewPlantSchema,
   output: PlantSchema,
-  async run({ store, webhooks }, plant) {
-    const created = await storeCall(() => store.create(plant, webhooks.deliveriesFor(plant)));
+  idempotencyKey: true,
+  async run(ctx, plant) {
+    const { store, webhooks } = ctx;
+    const answer = withTag({ name: plant.name }, plant.tag);
+    const created = await storeCall(() =>
+      store.create(plant, webhooks.deliveriesFor(plant), keyedAnswer(ctx, 200, answer)),
+    );
     if (!created) throw new ApiError('conflict', `A plant with id ${plant.id} already exists.`);
-    return withTag({ name: plant.name }, plant.tag);
+    return answer;
   },
 });
 
@@ -122,18 +141,26 @@ export const deletePlant = defineOperation({
     path: '/plants/{id}',
     operationId: 'deletePlant',
     summary: 'Delete a plant',
-    description: 'Deletes a single plant based on the ID supplied.',
+    description:
+      'Deletes a single plant based on the ID supplied. With an `Idempotency-Key`, a retry of a delete that ' +
+      'did commit gets the same 204 again (with `Idempotent-Replayed: true`), not 404.',
     tags: ['plants'],
     successDescription: 'The plant was deleted',
+    requestHeaders: IdempotencyKeyHeaders,
+    responseHeaders: ReplayedHeaders,
     errorResponses: {
-      400: 'The id is not an int64',
+      400: `The id is not an int64. ${KEY_ERRORS[400]}`,
       404: 'There is no plant with this id',
+      409: KEY_ERRORS[409],
+      422: KEY_ERRORS[422],
       ...PROTECTED_ERRORS,
     },
   },
   input: PlantIdParamsSchema,
-  async run({ store }, { id }): Promise<void> {
-    const deleted = await storeCall(() => store.delete(id));
+  idempotencyKey: true,
+  async run(ctx, { id }): Promise<void> {
+    const { store } = ctx;
+    const deleted = await storeCall(() => store.delete(id, keyedAnswer(ctx, 204)));
     if (!deleted) throw new ApiError('not_found', `There is no plant with id ${id}.`);
   },
   rest: { status: 204 },

@@ -116,6 +116,28 @@ export const migrations: readonly Migration[] = [
       DROP TABLE plant_events;
     `,
   },
+  {
+    version: 6,
+    name: 'create idempotency keys',
+    // Idempotency-Key (see idempotency.ts): one row per key and token name. A request claims the
+    // key by inserting the row (`claim` is its random id; no `status` yet: in flight), and the
+    // transaction that makes its change stores its answer (`status`, `body`) in the row, so the
+    // two commit together. Rows are pruned oldest first by `claimed_at`, through its index.
+    up: (dialect) => `
+      CREATE TABLE idempotency_keys (
+        token_name TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        claim TEXT NOT NULL,
+        claimed_at ${stamped[dialect]},
+        status INTEGER,
+        body TEXT,
+        PRIMARY KEY (token_name, key)
+      );
+      CREATE INDEX idempotency_keys_claimed ON idempotency_keys (claimed_at);
+    `,
+    down: 'DROP TABLE idempotency_keys',
+  },
 ];
 
 /** The newest schema version. */

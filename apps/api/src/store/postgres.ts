@@ -3,10 +3,14 @@ import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
 import { listen } from './postgres-listen.ts';
 import {
+  type ClaimOutcome,
   type Delivery,
   type DeliveryOutbox,
   type EventLog,
   type FailedDelivery,
+  type IdempotencyKeyStore,
+  KeyClaimLostError,
+  type KeyedAnswer,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
@@ -42,6 +46,12 @@ type EventRow = {
 };
 type DeliveryRow = { id: string; url: string; payload: string; attempts: number; created_at: Date };
 type FailedRow = DeliveryRow & { last_error: string; updated_at: Date };
+type PendingCreate = {
+  plant: NewPlant;
+  outbox: readonly NewDelivery[];
+  resolve(inserted: boolean): void;
+  reject(error: unknown): void;
+};
 
 /** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */
 export const EVENTS_CHANNEL = 'plant_store_events';
@@ -53,36 +63,45 @@ export const EVENTS_CHANNEL = 'plant_store_events';
 const EVENTS_LOCK_KEY = '7234917730117002';
 
 /**
- * Appends an event for each row of `changed`, under the events lock, and NOTIFYs the listeners (at
- * COMMIT; nothing when no row changed). The lock is taken in the join, before any id is drawn.
+ * Appends an event for each row of `changed` (in id order), under the events lock taken in the
+ * join before any id is drawn. The statement's answer NOTIFYs the listeners once, at COMMIT, and
+ * only when a row changed (an initplan runs only when a row is answered).
  */
 function appendEvents(type: StoredEvent['type'], changed: string): string {
   return `
   appended AS (
     INSERT INTO plant_events (type, plant_id, name, tag)
     SELECT '${type}', changed.id, changed.name, changed.tag
-    FROM ${changed} AS changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
+    FROM (SELECT * FROM ${changed} ORDER BY id) AS changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
     RETURNING id
   )
-  SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended`;
+  SELECT ${changed}.id, (SELECT pg_notify('${EVENTS_CHANNEL}', '')) AS notified FROM ${changed}`;
 }
 
 /**
- * One statement, so one transaction: the plant, its event and its deliveries commit together, and a
- * duplicate id (no row from `created`) appends and enqueues nothing. `$4`/`$5`/`$6` are the
- * deliveries' ids, URLs and payloads, one array per column (unnest zips them back into rows).
- * Answers one row when the plant was created.
+ * Group commit: the creates of one batch (see `openPostgresStore`) in one statement, so one
+ * transaction and one durable COMMIT: the plants, their events and their deliveries together.
+ * `$1`–`$3` are the plants' ids, names and tags, one array per column (unnest zips them back into
+ * rows); `$4`–`$7` the deliveries' plant ids, ids, URLs and payloads. A plant whose id exists inserts,
+ * appends and enqueues nothing; the ids answered are the plants inserted. Ids come sorted, so
+ * concurrent batches take row locks in one order (no deadlock).
  */
-const CREATE = `
+const CREATE_BATCH = `
   WITH created AS (
-    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id, name, tag
-  ),
-  enqueued AS (
+    INSERT INTO plants (id, name, tag)
+    SELECT plant.id, plant.name, plant.tag FROM unnest($1::int8[], $2::text[], $3::text[]) AS plant (id, name, tag)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, name, tag
+  ), enqueued AS (
     INSERT INTO webhook_deliveries (id, url, payload)
     SELECT delivery.id, delivery.url, delivery.payload
-    FROM created, unnest($4::text[], $5::text[], $6::text[]) AS delivery (id, url, payload)
+    FROM unnest($4::int8[], $5::text[], $6::text[], $7::text[]) AS delivery (plant_id, id, url, payload)
+    JOIN created ON created.id = delivery.plant_id
   ),
   ${appendEvents('plant.created', 'created')}`;
+
+/** Most creates one batch carries; more wait for the next batch. */
+const MAX_BATCH = 256;
 
 /** The deletion and its event in one statement; one row when the plant existed. */
 const DELETE = `
@@ -176,6 +195,86 @@ function pageQuery(where: string): string {
     ORDER BY id`;
 }
 
+/**
+ * Takes an Idempotency-Key (see `IdempotencyKeyStore.claim`): a row is inserted, or an expired or
+ * stale one taken over, and `claim` comes back; nothing comes back when another request holds it.
+ * Concurrent claims of one key, from any instance, are decided by the primary key: ON CONFLICT
+ * waits for the other claim's commit and then re-checks the row.
+ */
+const CLAIM_KEY = `
+  INSERT INTO idempotency_keys (token_name, key, fingerprint, claim) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (token_name, key) DO UPDATE
+    SET fingerprint = excluded.fingerprint, claim = excluded.claim, claimed_at = now(), status = NULL, body = NULL
+    WHERE idempotency_keys.claimed_at < now() - $6::bigint * interval '1 millisecond'
+       OR (idempotency_keys.status IS NULL
+           AND idempotency_keys.claimed_at < now() - $5::bigint * interval '1 millisecond'
+           AND idempotency_keys.fingerprint = excluded.fingerprint)
+  RETURNING claim`;
+
+/**
+ * A create or delete carrying an Idempotency-Key, in one statement (so one transaction): `held`
+ * locks the key's row while this request holds it (`$3`), the change is made only then, and its
+ * answer (`$4`, `$5`) is stored only when it was made. A claim taking the key over concurrently
+ * either waits for this statement and then finds the key completed, or commits first, and then
+ * `held` re-reads the row, finds another claim and nothing changes. `$1`/`$2` are the key. The
+ * change's event is appended as for unkeyed changes (see `appendEvents`).
+ */
+function keyedChange(type: StoredEvent['type'], change: string): string {
+  return `
+    WITH held AS (
+      SELECT 1 FROM idempotency_keys WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL
+      FOR UPDATE
+    ),
+    ${change},
+    answered AS (
+      UPDATE idempotency_keys SET status = $4::integer, body = $5::text
+      WHERE token_name = $1 AND key = $2 AND EXISTS (SELECT 1 FROM changed)
+    ),
+    appended AS (
+      INSERT INTO plant_events (type, plant_id, name, tag)
+      SELECT '${type}', changed.id, changed.name, changed.tag
+      FROM changed, (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
+      RETURNING id
+    )
+    SELECT (SELECT count(*) FROM held) AS held, (SELECT count(*) FROM changed) AS changed,
+      (SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended LIMIT 1) AS notified`;
+}
+
+/** `$6`–`$8` the plant; `$9`–`$11` its deliveries' ids, URLs and payloads, one array per column. */
+const KEYED_CREATE = keyedChange(
+  'plant.created',
+  `
+    changed AS (
+      INSERT INTO plants (id, name, tag) SELECT $6::bigint, $7::text, $8::text FROM held
+      ON CONFLICT (id) DO NOTHING RETURNING id, name, tag
+    ),
+    enqueued AS (
+      INSERT INTO webhook_deliveries (id, url, payload)
+      SELECT delivery.id, delivery.url, delivery.payload
+      FROM changed, unnest($9::text[], $10::text[], $11::text[]) AS delivery (id, url, payload)
+    )`,
+);
+
+/** `$6` the id. */
+const KEYED_DELETE = keyedChange(
+  'plant.deleted',
+  `
+    changed AS (
+      DELETE FROM plants WHERE id = $6::bigint AND EXISTS (SELECT 1 FROM held)
+      RETURNING id, NULL::text AS name, NULL::text AS tag
+    )`,
+);
+
+/** Oldest first, at most `$2` keys; keys another instance is pruning right now are left to it. */
+const PRUNE_KEYS = `
+  DELETE FROM idempotency_keys WHERE (token_name, key) IN (
+    SELECT token_name, key FROM idempotency_keys
+    WHERE claimed_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY claimed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )`;
+
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
@@ -186,6 +285,8 @@ const types: pg.CustomTypesConfig = {
 };
 
 const APPLICATION_NAME = 'plant-store-api';
+/** Session settings of every pooled connection (sent at connect). */
+export const DURABLE_SESSION = '-c synchronous_commit=on';
 /** Bound on the migration step (waiting for the lock included); migrations are not on a request path. */
 const MIGRATION_TIMEOUT_MS = 60_000;
 /**
@@ -203,11 +304,12 @@ const MIGRATION_LOCK_KEY = '7234917730117001';
 const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
 /**
- * The shared store for several api instances: PostgreSQL through a `pg` pool. Every create is one
- * autocommit `INSERT … ON CONFLICT (id) DO NOTHING` (with an outbox, one statement that also
- * inserts the plant's deliveries), answered after the server reports the COMMIT
- * (durable with the server's default `synchronous_commit = on`); concurrent creates of one id, from
- * any number of instances, are decided by the primary key: exactly one inserts. Migrations run first.
+ * The shared store for several api instances: PostgreSQL through a `pg` pool. Creates are group
+ * committed: those made together become one autocommit `INSERT … ON CONFLICT (id) DO NOTHING`
+ * statement that also inserts their deliveries, answered after the server reports the COMMIT,
+ * durable because every connection sets `synchronous_commit = on`. Concurrent creates of one id,
+ * from any number of instances, are decided by the primary key: exactly one inserts. Migrations run
+ * first.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
@@ -225,6 +327,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: APPLICATION_NAME,
+    // A create is answered after its COMMIT; with this, that COMMIT returns only once it is
+    // flushed to disk, whatever the server's or the database's default says.
+    options: DURABLE_SESSION,
     types,
   });
   // An idle connection the server closed (restart, failover) is dropped by the pool; its error
@@ -266,6 +371,69 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     }
   }
 
+  /**
+   * A create or delete carrying an Idempotency-Key, as one statement (`KEYED_CREATE`,
+   * `KEYED_DELETE`): rejects with `KeyClaimLostError`, having changed nothing, when the request no
+   * longer holds the key.
+   */
+  async function keyed(name: string, text: string, answer: KeyedAnswer, values: unknown[]): Promise<boolean> {
+    const { tokenName, key, claim, status, body } = answer;
+    const { rows } = await query<{ held: bigint; changed: bigint }>(name, text, [
+      tokenName,
+      key,
+      claim,
+      status,
+      body,
+      ...values,
+    ]);
+    if (Number(rows[0]!.held) === 0) {
+      throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    }
+    return Number(rows[0]!.changed) === 1;
+  }
+
+  const idempotencyKeys: IdempotencyKeyStore = {
+    claim: ({ tokenName, key, fingerprint, claim, inFlightMs, ttlMs }) =>
+      call(async () => {
+        // A holder may free the key between the two statements: then claim again.
+        for (;;) {
+          const taken = await query('keys-claim', CLAIM_KEY, [
+            tokenName,
+            key,
+            fingerprint,
+            claim,
+            inFlightMs,
+            ttlMs,
+          ]);
+          if (taken.rowCount === 1) return { state: 'claimed' } satisfies ClaimOutcome;
+          const { rows } = await query<{ fingerprint: string; status: number | null; body: string | null }>(
+            'keys-read',
+            'SELECT fingerprint, status, body FROM idempotency_keys WHERE token_name = $1 AND key = $2',
+            [tokenName, key],
+          );
+          const row = rows[0];
+          if (row === undefined) continue;
+          return row.status === null
+            ? ({ state: 'in_flight', fingerprint: row.fingerprint } satisfies ClaimOutcome)
+            : ({
+                state: 'completed',
+                fingerprint: row.fingerprint,
+                answer: { status: row.status, body: row.body },
+              } satisfies ClaimOutcome);
+        }
+      }),
+    release: ({ tokenName, key, claim }) =>
+      call(async () => {
+        await query(
+          'keys-release',
+          'DELETE FROM idempotency_keys WHERE token_name = $1 AND key = $2 AND claim = $3 AND status IS NULL',
+          [tokenName, key, claim],
+        );
+      }),
+    prune: ({ olderThanMs, limit }) =>
+      call(async () => (await query('keys-prune', PRUNE_KEYS, [olderThanMs, limit])).rowCount ?? 0),
+  };
+
   function call<T>(operation: () => Promise<T>): Promise<T> {
     if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
     const running = operation();
@@ -282,6 +450,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     for (const listener of watchers) listener();
   };
 
+  /** The one value a one-row, one-column statement answers. */
+  const scalar = (name: string, text: string, values: unknown[] = []) =>
+    call(async () => {
+      const { rows } = await query<{ value: bigint }>(name, text, values);
+      return Object.values(rows[0]!)[0] as bigint;
+    });
+
   const events: EventLog = {
     after: (after, limit) =>
       call(async () => {
@@ -293,28 +468,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         return rows.map(toEvent);
       }),
     head: () =>
-      call(async () => {
-        const { rows } = await query<{ head: bigint }>(
-          'events-head',
-          'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) AS head FROM event_log WHERE id = 1',
-          [],
-        );
-        return rows[0]!.head;
-      }),
-    prunedThrough: () =>
-      call(async () => {
-        const { rows } = await query<{ pruned_through: bigint }>(
-          'events-pruned-through',
-          'SELECT pruned_through FROM event_log WHERE id = 1',
-          [],
-        );
-        return rows[0]!.pruned_through;
-      }),
-    prune: ({ olderThanMs, limit }) =>
-      call(async () => {
-        const { rows } = await query<{ n: bigint }>('events-prune', PRUNE_EVENTS, [olderThanMs, limit]);
-        return Number(rows[0]!.n);
-      }),
+      scalar(
+        'events-head',
+        'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) FROM event_log',
+      ),
+    prunedThrough: () => scalar('events-pruned-through', 'SELECT pruned_through FROM event_log'),
+    prune: async ({ olderThanMs, limit }) =>
+      Number(await scalar('events-prune', PRUNE_EVENTS, [olderThanMs, limit])),
     watch(listener) {
       watchers.add(listener);
       // Every (re)connection wakes the watchers too: what was committed while it was down is read then.
@@ -324,6 +484,86 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       };
     },
   };
+
+  // Group commit. The creates made in one turn of the event loop go out together at its end
+  // (setImmediate), as one statement and so one COMMIT; while `poolSize` batches are running,
+  // later creates wait for one of them to end and go out together then. Each create is still
+  // answered on its own: true when its plant was inserted, false when the id existed.
+  let queued: PendingCreate[] = [];
+  /** The ids of `queued`: the same id twice in one statement would be answered as inserted twice. */
+  const queuedIds = new Map<bigint, Promise<boolean>>();
+  let flushScheduled = false;
+  let runningBatches = 0;
+
+  function enqueueCreate(plant: NewPlant, outbox: readonly NewDelivery[]): Promise<boolean> {
+    const earlier = queuedIds.get(plant.id);
+    if (earlier !== undefined) {
+      // Decided once the earlier create of this id has committed (or failed).
+      const again = () => enqueueCreate(plant, outbox);
+      return earlier.then(again, again);
+    }
+    const created = new Promise<boolean>((resolve, reject) => {
+      queued.push({ plant, outbox, resolve, reject });
+    });
+    queuedIds.set(plant.id, created);
+    scheduleFlush();
+    return created;
+  }
+
+  function scheduleFlush(): void {
+    if (flushScheduled || runningBatches >= poolSize || queued.length === 0) return;
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    while (queued.length > 0 && runningBatches < poolSize) {
+      const batch = queued.slice(0, MAX_BATCH);
+      queued = queued.slice(MAX_BATCH);
+      for (const entry of batch) queuedIds.delete(entry.plant.id);
+      runningBatches++;
+      void runBatch(batch).finally(() => {
+        runningBatches--;
+        scheduleFlush();
+      });
+    }
+  }
+
+  async function runBatch(batch: PendingCreate[]): Promise<void> {
+    try {
+      const inserted = await insertBatch(batch);
+      for (const entry of batch) entry.resolve(inserted.has(entry.plant.id));
+    } catch (error) {
+      if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        for (const entry of batch) entry.reject(error);
+        return;
+      }
+      // The server refused one of the plants: each goes again on its own, so only that one fails.
+      await Promise.all(
+        batch.map((entry) =>
+          insertBatch([entry]).then((inserted) => entry.resolve(inserted.has(entry.plant.id)), entry.reject),
+        ),
+      );
+    }
+  }
+
+  async function insertBatch(batch: PendingCreate[]): Promise<Set<bigint>> {
+    const plants = batch.map((entry) => entry.plant).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const deliveries = batch.flatMap((entry) =>
+      entry.outbox.map((delivery) => ({ plantId: entry.plant.id, delivery })),
+    );
+    const { rows } = await query<{ id: bigint }>('plants-create-batch', CREATE_BATCH, [
+      plants.map((plant) => plant.id.toString()),
+      plants.map((plant) => plant.name),
+      plants.map((plant) => plant.tag ?? null),
+      deliveries.map(({ plantId }) => plantId.toString()),
+      deliveries.map(({ delivery }) => delivery.id),
+      deliveries.map(({ delivery }) => delivery.url),
+      deliveries.map(({ delivery }) => delivery.payload),
+    ]);
+    return new Set(rows.map((row) => row.id));
+  }
 
   const deliveries: DeliveryOutbox = {
     claim: ({ url, limit, leaseMs }) =>
@@ -440,20 +680,23 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   };
 
   return {
-    create: (plant: NewPlant, outbox: readonly NewDelivery[] = []) =>
+    create: (plant: NewPlant, outbox: readonly NewDelivery[] = [], answer?: KeyedAnswer) =>
+      call(() =>
+        // A keyed create goes on its own: its statement also checks and completes its key.
+        answer
+          ? keyed('plants-insert-keyed', KEYED_CREATE, answer, [
+              plant.id.toString(),
+              plant.name,
+              plant.tag ?? null,
+              outbox.map((delivery) => delivery.id),
+              outbox.map((delivery) => delivery.url),
+              outbox.map((delivery) => delivery.payload),
+            ])
+          : enqueueCreate(plant, outbox),
+      ),
+    delete: (id, answer) =>
       call(async () => {
-        const { rowCount } = await query('plants-create', CREATE, [
-          plant.id.toString(),
-          plant.name,
-          plant.tag ?? null,
-          outbox.map((delivery) => delivery.id),
-          outbox.map((delivery) => delivery.url),
-          outbox.map((delivery) => delivery.payload),
-        ]);
-        return rowCount === 1;
-      }),
-    delete: (id) =>
-      call(async () => {
+        if (answer) return keyed('plants-delete-keyed', KEYED_DELETE, answer, [id.toString()]);
         const { rowCount } = await query('plants-delete', DELETE, [id.toString()]);
         return rowCount === 1;
       }),
@@ -486,6 +729,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     events,
     deliveries,
     tokens,
+    idempotencyKeys,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.

@@ -5,10 +5,15 @@ import Database from 'better-sqlite3';
 import { makePrivate } from './private-files.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import {
+  type ClaimOutcome,
   type Delivery,
   type DeliveryOutbox,
   type EventLog,
   type FailedDelivery,
+  type IdempotencyKeyStore,
+  type KeyClaim,
+  KeyClaimLostError,
+  type KeyedAnswer,
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
@@ -24,8 +29,11 @@ import {
 
 /** One write in a group commit; `apply` documents each one's result. */
 type Write =
-  | { create: NewPlant; outbox: readonly NewDelivery[] }
-  | { delete: bigint }
+  | { create: NewPlant; outbox: readonly NewDelivery[]; answer?: KeyedAnswer }
+  | { delete: bigint; answer?: KeyedAnswer }
+  | { claimKey: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number } }
+  | { releaseKey: KeyClaim }
+  | { pruneKeys: { olderThanMs: number; limit: number } }
   | { claim: { url: string; limit: number; leaseMs: number } }
   | { prune: { olderThanMs: number; limit: number } }
   | { pruneEvents: { olderThanMs: number; limit: number } }
@@ -53,6 +61,9 @@ type EventRow = {
 };
 type ClaimedRow = { id: string; url: string; payload: string; attempts: bigint; created_at: bigint };
 type FailedRow = ClaimedRow & { last_error: string; updated_at: bigint };
+type KeyRow = { fingerprint: string; status: bigint | null; body: string | null };
+/** What a keyed create or delete answers when its request no longer holds the key. */
+const CLAIM_LOST = Symbol('claim lost');
 
 /**
  * The embedded store: an SQLite file in WAL mode, group-committed. The writes that arrive in one
@@ -246,6 +257,20 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     },
   };
 
+  const idempotencyKeys: IdempotencyKeyStore = {
+    claim: (options) => write({ claimKey: options }),
+    release: (claim) => write({ releaseKey: claim }),
+    prune: (options) => write({ pruneKeys: options }),
+  };
+
+  /** A keyed write's result, or `KeyClaimLostError` when its request no longer held the key. */
+  async function keyed(change: Write): Promise<boolean> {
+    const result = await write<boolean | typeof CLAIM_LOST>(change);
+    if (result === CLAIM_LOST)
+      throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    return result;
+  }
+
   const tokens: TokenStore = {
     create: (token) => write({ addToken: token }),
     revoke: (name) => write({ revokeToken: name }),
@@ -260,8 +285,9 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   };
 
   return {
-    create: (plant, outbox = []) => write({ create: plant, outbox }),
-    delete: (id) => write({ delete: id }),
+    create: (plant, outbox = [], answer) =>
+      answer ? keyed({ create: plant, outbox, answer }) : write({ create: plant, outbox }),
+    delete: (id, answer) => (answer ? keyed({ delete: id, answer }) : write({ delete: id })),
     get: (id) => read(() => toPlant(selectOne.get(id))),
     list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
       read(() => {
@@ -284,6 +310,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     events,
     deliveries,
     tokens,
+    idempotencyKeys,
     close() {
       closing ??= (async () => {
         // Writes already accepted are committed and synced (and answered) before closing.
@@ -355,9 +382,13 @@ function writer(db: Database.Database): (write: Write) => unknown {
   const revokeToken = db.prepare(
     'UPDATE api_tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL',
   );
+  const keys = keyStatements(db);
 
   return (write) => {
+    // A keyed change is made only while its request holds the key (the transaction holds the write
+    // lock, so nobody takes it over in between), and its answer is stored with it.
     if ('create' in write) {
+      if (write.answer && !keys.holds(write.answer)) return CLAIM_LOST;
       const { id, name, tag } = write.create;
       const created = insert.run(id, name, tag ?? null).changes === 1;
       if (created) {
@@ -367,12 +398,15 @@ function writer(db: Database.Database): (write: Write) => unknown {
           enqueue.run(delivery.id, delivery.url, delivery.payload, now, now, now);
         }
       }
+      if (created && write.answer) keys.complete(write.answer);
       return created;
     }
     const now = Date.now();
     if ('delete' in write) {
+      if (write.answer && !keys.holds(write.answer)) return CLAIM_LOST;
       const deleted = remove.run(write.delete).changes === 1;
       if (deleted) appendEvent.run('plant.deleted', write.delete, null, null, now);
+      if (deleted && write.answer) keys.complete(write.answer);
       return deleted;
     }
     if ('pruneEvents' in write) {
@@ -383,6 +417,9 @@ function writer(db: Database.Database): (write: Write) => unknown {
       if (gone.length > 0) recordPruned.run(gone.reduce((max, row) => (row.id > max ? row.id : max), 0n));
       return gone.length;
     }
+    if ('claimKey' in write) return keys.claim(write.claimKey, now);
+    if ('releaseKey' in write) return keys.release(write.releaseKey);
+    if ('pruneKeys' in write) return keys.prune(now - write.pruneKeys.olderThanMs, write.pruneKeys.limit);
     if ('claim' in write) {
       const { url, limit, leaseMs } = write.claim;
       return claim.all({ url, now, leaseEnd: now + leaseMs, limit });
@@ -397,6 +434,74 @@ function writer(db: Database.Database): (write: Write) => unknown {
       return addToken.run(name, digest, scopes.join(','), now).changes === 1;
     } else return revokeToken.run(now, write.revokeToken).changes === 1;
     return undefined;
+  };
+}
+
+/**
+ * The Idempotency-Key statements (times in milliseconds since the epoch). A claim takes the key
+ * when its row is absent, expired (claimed before `ttlMs`) or, with the same fingerprint, left in
+ * flight for longer than `inFlightMs`; otherwise it reads what holds the key, in the same write.
+ */
+function keyStatements(db: Database.Database) {
+  const take = db.prepare<Record<string, unknown>, { claim: string }>(`
+    INSERT INTO idempotency_keys (token_name, key, fingerprint, claim, claimed_at)
+    VALUES (@tokenName, @key, @fingerprint, @claim, @now)
+    ON CONFLICT (token_name, key) DO UPDATE
+      SET fingerprint = excluded.fingerprint, claim = excluded.claim, claimed_at = excluded.claimed_at,
+          status = NULL, body = NULL
+      WHERE idempotency_keys.claimed_at < @expiredBefore
+         OR (idempotency_keys.status IS NULL AND idempotency_keys.claimed_at < @staleBefore
+             AND idempotency_keys.fingerprint = excluded.fingerprint)
+    RETURNING claim`);
+  const read = db.prepare<[string, string], KeyRow>(
+    'SELECT fingerprint, status, body FROM idempotency_keys WHERE token_name = ? AND key = ?',
+  );
+  const holds = db.prepare<[string, string, string], { one: bigint }>(
+    'SELECT 1 AS one FROM idempotency_keys WHERE token_name = ? AND key = ? AND claim = ? AND status IS NULL',
+  );
+  const complete = db.prepare(
+    'UPDATE idempotency_keys SET status = ?, body = ? WHERE token_name = ? AND key = ? AND claim = ?',
+  );
+  const release = db.prepare(
+    'DELETE FROM idempotency_keys WHERE token_name = ? AND key = ? AND claim = ? AND status IS NULL',
+  );
+  const prune = db.prepare<{ before: number; limit: number }>(`
+    DELETE FROM idempotency_keys WHERE rowid IN (
+      SELECT rowid FROM idempotency_keys WHERE claimed_at < @before ORDER BY claimed_at LIMIT @limit
+    )`);
+  return {
+    claim(
+      options: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number },
+      now: number,
+    ): ClaimOutcome {
+      const { tokenName, key, fingerprint, claim, inFlightMs, ttlMs } = options;
+      const taken = take.get({
+        tokenName,
+        key,
+        fingerprint,
+        claim,
+        now,
+        expiredBefore: now - ttlMs,
+        staleBefore: now - inFlightMs,
+      });
+      if (taken !== undefined) return { state: 'claimed' };
+      const row = read.get(tokenName, key)!;
+      return row.status === null
+        ? { state: 'in_flight', fingerprint: row.fingerprint }
+        : {
+            state: 'completed',
+            fingerprint: row.fingerprint,
+            answer: { status: Number(row.status), body: row.body },
+          };
+    },
+    holds: ({ tokenName, key, claim }: KeyClaim) => holds.get(tokenName, key, claim) !== undefined,
+    complete({ tokenName, key, claim, status, body }: KeyedAnswer): void {
+      complete.run(status, body, tokenName, key, claim);
+    },
+    release({ tokenName, key, claim }: KeyClaim): void {
+      release.run(tokenName, key, claim);
+    },
+    prune: (before: number, limit: number) => prune.run({ before, limit }).changes,
   };
 }
 

@@ -30,16 +30,20 @@ export interface PlantStore {
   /**
    * Inserts a plant and, in the same transaction, its `plant.created` event and the pending
    * deliveries of `outbox` (a transactional outbox; none when omitted). Resolves `true` once all are
-   * committed, `false` when the id already exists (and then nothing was appended or enqueued).
+   * committed, `false` when the id already exists (and then nothing was appended or enqueued). With
+   * `answer` (a request carrying an Idempotency-Key), a create that inserts also stores `answer` in
+   * its key's row, in the same transaction; it rejects with `KeyClaimLostError`, changing nothing,
+   * when the key is no longer claimed by `answer.claim`.
    */
-  create(plant: NewPlant, outbox?: readonly NewDelivery[]): Promise<boolean>;
+  create(plant: NewPlant, outbox?: readonly NewDelivery[], answer?: KeyedAnswer): Promise<boolean>;
   /** The plant with this id, or `undefined`. */
   get(id: bigint): Promise<StoredPlant | undefined>;
   /**
    * Deletes a plant and appends its `plant.deleted` event, in one transaction. Resolves `true` once
-   * committed, `false` when there was no such plant (and then nothing was appended).
+   * committed, `false` when there was no such plant (and then nothing was appended). `answer` as for
+   * `create`: stored with a deletion, in its transaction.
    */
-  delete(id: bigint): Promise<boolean>;
+  delete(id: bigint, answer?: KeyedAnswer): Promise<boolean>;
   /**
    * Plants in ascending id order, strictly after `after` when given: at most `limit`, and only as
    * many as fit in `maxBytes` (default `PAGE_BUDGET_BYTES`) of name and tag text, but always at least
@@ -61,6 +65,8 @@ export interface PlantStore {
   deliveries: DeliveryOutbox;
   /** Bearer tokens issued with `main.js token create`, kept only as SHA-256 digests. */
   tokens: TokenStore;
+  /** Idempotency-Key claims and the answers stored with them (see idempotency.ts). */
+  idempotencyKeys: IdempotencyKeyStore;
   close(): Promise<void>;
 }
 
@@ -89,6 +95,50 @@ export interface EventLog {
    * Returns the function that stops it.
    */
   watch(listener: () => void): () => void;
+}
+
+/** An Idempotency-Key as one request holds it: scoped to the token's name, with the claim's random id. */
+export type KeyClaim = { tokenName: string; key: string; claim: string };
+
+/** What a keyed request answered: its REST status and JSON body (`null`: none, as for 204). */
+export type StoredAnswer = { status: number; body: string | null };
+
+/** The answer a keyed create or delete stores with its change. */
+export type KeyedAnswer = KeyClaim & StoredAnswer;
+
+/** What claiming a key found. */
+export type ClaimOutcome =
+  /** The key is this request's now: nobody held it, or it was free to take (see `claim`). */
+  | { state: 'claimed' }
+  /** Another request holds it and has not answered (or did not commit) yet. */
+  | { state: 'in_flight'; fingerprint: string }
+  /** A request with this key committed its change and stored this answer. */
+  | { state: 'completed'; fingerprint: string; answer: StoredAnswer };
+
+/**
+ * The Idempotency-Key table. Each call commits on its own (a claim is its own short transaction),
+ * so a claim is seen at once by every process sharing the store; the answer itself is stored by
+ * `create`/`delete` in the change's transaction. Times are the store's clock.
+ */
+export interface IdempotencyKeyStore {
+  /**
+   * Takes `key` for this request when nobody holds it, when its holder claimed it more than
+   * `ttlMs` ago (the key has expired: whatever it was is forgotten), or when its holder has not
+   * completed within `inFlightMs` and the fingerprint is the same (a crashed request's claim).
+   * Otherwise reports what holds it.
+   */
+  claim(
+    options: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number },
+  ): Promise<ClaimOutcome>;
+  /** Frees a claim that made no change (the request failed), if this request still holds it. */
+  release(claim: KeyClaim): Promise<void>;
+  /** Deletes up to `limit` keys claimed more than `olderThanMs` ago, oldest first; resolves with how many. */
+  prune(options: { olderThanMs: number; limit: number }): Promise<number>;
+}
+
+/** The request no longer holds its Idempotency-Key (another took over a claim it held too long): nothing changed. */
+export class KeyClaimLostError extends Error {
+  override name = 'KeyClaimLostError';
 }
 
 /** A webhook delivery as `create` enqueues it: pending, due at once. */

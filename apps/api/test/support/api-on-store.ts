@@ -1,20 +1,22 @@
 import { afterAll, beforeAll } from 'vitest';
-import { type ApiProcess, startApiProcess } from './api-process.ts';
+import { type RunningApi, startInProcess } from './in-process.ts';
 import type { TestStore, TestStoreInstance } from './stores.ts';
 
 /**
- * For the enclosing describe: before its tests, a fresh store of this kind and an api process on
- * it (handed to `use`); after them, both gone.
+ * For the enclosing describe: before its tests, a fresh store of this kind and the api on it, in
+ * this process (handed to `use`); after them, both gone. `options` are `startInProcess`'s, with
+ * `env` added to the store's.
  */
 export function apiOnStore(
   testStore: TestStore,
-  use: (running: { api: ApiProcess; store: TestStoreInstance }) => void,
+  use: (running: { api: RunningApi; store: TestStoreInstance }) => void,
+  options: Parameters<typeof startInProcess>[0] = {},
 ): void {
-  let running: { api: ApiProcess; store: TestStoreInstance } | undefined;
+  let running: { api: RunningApi; store: TestStoreInstance } | undefined;
   let store: TestStoreInstance | undefined;
   beforeAll(async () => {
     store = await testStore.setup();
-    running = { api: await startApiProcess({ env: store.env }), store };
+    running = { api: await startInProcess({ ...options, env: { ...store.env, ...options.env } }), store };
     use(running);
   });
   afterAll(async () => {

@@ -25,7 +25,9 @@ export type ApiProcess = {
 
 /**
  * Starts the built api (`dist/main.js`, as `pnpm start` runs it, with its heap cap) as a real
- * process on an ephemeral loopback port, and resolves once it logs that it is listening.
+ * process on an ephemeral loopback port, and resolves once it logs that it is listening. For tests
+ * whose subject is the process (signals, exit codes, kills, memory); the HTTP contract is tested
+ * in-process, with no build (`startInProcess`).
  */
 export async function startApiProcess(
   options: {

@@ -1,53 +1,78 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import { type AppOptions, createApp } from '../../src/app.ts';
-import { createTokenVerifier } from '../../src/auth.ts';
-import { openSqliteStore } from '../../src/store/sqlite.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Scope, tokenDigest } from '../../src/auth.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startServer } from '../../src/serve.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { TOKEN } from './http.ts';
-import { sqliteTestStore, type TestStoreInstance } from './stores.ts';
 
-export type InProcessApi = {
+/** What tests use of a running api, whether it runs in this process or in its own (api-process.ts). */
+export type RunningApi = {
   url: string;
-  store: TestStoreInstance;
-  /** Every log line the app wrote, parsed. */
-  logs: Record<string, unknown>[];
-  close(): Promise<void>;
+  /** The JSON log lines it wrote, one string each, in order. */
+  logs: string[];
+  dataDir: string;
+  /** Shuts it down gracefully (as SIGTERM does) and closes its store. */
+  stop(): Promise<unknown>;
+  /** Removes the data directory (after stop). */
+  cleanup(): void;
 };
 
+/** A token written to the store before start, as `main.js token create` would issue it. */
+export type TestToken = { name: string; secret: string; scopes: readonly Scope[] };
+
 /**
- * The app built with `createApp` on a fresh SQLite store, served on a loopback port in this
- * process, for tests that need to pass options the environment cannot (a limiter, a registry). Its
- * verifier accepts `TOKEN` with every scope unless `options.verifier` is given.
+ * Starts the api in this process, wired as `main.js` wires it and with no build: the configuration
+ * from `env` (with the same defaults as `startApiProcess`: production, 127.0.0.1, port 0, SQLite in
+ * a fresh data directory, `TOKEN` as API_TOKENS), the store opened as main.ts opens it, the logger
+ * of src/log.ts writing into `logs`, and `startServer` from serve.ts. For tests whose subject is
+ * the HTTP contract; tests of the process itself (signals, exit codes, crashes, memory) use
+ * `startApiProcess`.
  */
-export async function startInProcess(options: Partial<AppOptions> = {}): Promise<InProcessApi> {
-  const store = await sqliteTestStore.setup();
-  const plants = await openSqliteStore(store.env.DATABASE_URL!.slice('file:'.length));
-  const logs: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line !== '') logs.push(JSON.parse(line));
-      done();
+export async function startInProcess(
+  options: {
+    env?: Record<string, string>;
+    dataDir?: string;
+    /** API_TOKENS; `null` leaves it unset (on SQLite the service then generates a token). */
+    token?: string | null;
+    tokens?: readonly TestToken[];
+  } = {},
+): Promise<RunningApi> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'plant-store-'));
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: `file:${join(dataDir, 'plants.db')}`,
+    ...(options.token !== null && { API_TOKENS: options.token ?? TOKEN }),
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const log = createLogger(config, {
+    write(chunk: string) {
+      for (const line of chunk.split('\n')) if (line !== '') logs.push(line);
     },
   });
-  const app = createApp({
-    store: plants,
-    verifier: createTokenVerifier([{ name: 'tester', secret: TOKEN, scopes: ['read', 'write'] }]),
-    log: pino({ level: 'info' }, sink),
-    publicUrl: 'http://127.0.0.1',
-    ...options,
-  });
-  const server = createServer(app.callback()).listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
+  const store = await openStore(config.store);
+  let running: Awaited<ReturnType<typeof startServer>>;
+  try {
+    for (const { name, secret, scopes } of options.tokens ?? []) {
+      await store.tokens.create({ name, digest: tokenDigest(secret), scopes: [...scopes] });
+    }
+    running = await startServer(config, { store, log });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    store,
+    url: running.url,
     logs,
-    async close() {
-      await new Promise((resolve) => server.close(resolve));
-      await plants.close();
-      await store.teardown();
+    dataDir,
+    stop: () => running.close(),
+    cleanup() {
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

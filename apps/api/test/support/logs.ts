@@ -1,16 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ApiProcess } from './api-process.ts';
+import type { RunningApi } from './in-process.ts';
 
 /** One pino line as the api writes it. */
 export type LogLine = { level: number; msg: string; [key: string]: unknown };
 
 /** The api's log lines whose `msg` is `msg`, parsed. */
-export const logLines = (api: ApiProcess, msg: string): LogLine[] =>
+export const logLines = (api: Pick<RunningApi, 'logs'>, msg: string): LogLine[] =>
   api.logs.map((line) => JSON.parse(line) as LogLine).filter((line) => line.msg === msg);
 
 /** Resolves with the api's log lines `msg` once there are `count` of them. */
 export async function waitForLogs(
-  api: ApiProcess,
+  api: Pick<RunningApi, 'logs'>,
   msg: string,
   count = 1,
   timeoutMs = 10_000,

@@ -6,8 +6,11 @@ import { createServer, connect as netConnect, type Socket } from 'node:net';
  * - `down`: every connection is reset and new ones are reset at once (a stopped or crashed server).
  * - `blackhole`: connections stay open and nothing comes back (a partition, a hung server);
  *   returning to `up` then resets them, as a partition that heals does to stale TCP connections.
+ * - `cut-answer`: the next new connection's request is forwarded, and the connection is reset when
+ *   the answer's first bytes come back (they are dropped): the server did the work, the client
+ *   never hears of it. Then the proxy is `up` again.
  */
-export type Mode = 'up' | 'down' | 'blackhole';
+export type Mode = 'up' | 'down' | 'blackhole' | 'cut-answer';
 
 export type Proxy = { port: number; setMode(mode: Mode): void; close(): Promise<void> };
 
@@ -37,6 +40,11 @@ export async function startProxy(target: { host: string; port: number }): Promis
     upstream.on('error', () => client.destroy());
     upstream.on('close', () => client.destroy());
     client.pipe(upstream);
+    if (mode === 'cut-answer') {
+      mode = 'up';
+      upstream.once('data', () => cut(pair));
+      return;
+    }
     upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach } from 'vitest';
-import { type ApiProcess, startApiProcess } from './api-process.ts';
 import { TOKEN } from './http.ts';
+import { type RunningApi, startInProcess } from './in-process.ts';
 import type { TestStore, TestStoreInstance } from './stores.ts';
 import { startReceiver } from './webhook-receiver.ts';
 
@@ -25,7 +25,7 @@ export async function listFailed(env: Record<string, string>) {
 }
 
 /**
- * Stores, api processes and receivers for webhook tests, each undone after its test, newest first
+ * Stores, apis (in this process) and receivers for webhook tests, each undone after its test, newest first
  * (an afterEach this registers). `apiEnv` is added to every api's environment.
  */
 export function webhookFixtures(apiEnv: Record<string, string> = {}) {
@@ -44,8 +44,8 @@ export function webhookFixtures(apiEnv: Record<string, string> = {}) {
       defer(() => store.teardown());
       return store;
     },
-    async startApi(env: Record<string, string>, dataDir?: string): Promise<ApiProcess> {
-      const api = await startApiProcess({ env: { ...apiEnv, ...env }, dataDir });
+    async startApi(env: Record<string, string>, dataDir?: string): Promise<RunningApi> {
+      const api = await startInProcess({ env: { ...apiEnv, ...env }, dataDir });
       defer(async () => {
         await api.stop();
         api.cleanup();

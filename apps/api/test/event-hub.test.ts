@@ -1,0 +1,105 @@
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createEventHub, type EventHub } from '../src/events/hub.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { PlantStore, StoredEvent } from '../src/store/store.ts';
+import { TOKEN } from './support/http.ts';
+import { type TestStoreInstance, testStores } from './support/stores.ts';
+
+const LIMITS = { maxStreams: 10, maxStreamsPerToken: 10, buffer: 5, pollMs: 50 };
+
+/** Takes `count` events from a stream's iterator. */
+async function take(iterator: AsyncIterator<StoredEvent>, count: number): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  while (events.length < count) {
+    const next = await iterator.next();
+    if (next.done) break;
+    events.push(next.value);
+  }
+  return events;
+}
+
+describe.each(testStores())('the event hub on $name', (testStore) => {
+  let instance: TestStoreInstance;
+  let store: PlantStore;
+  let hub: EventHub;
+
+  beforeEach(async () => {
+    instance = await testStore.setup();
+    store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+    hub = createEventHub(store.events, LIMITS, pino({ level: 'silent' }));
+  });
+  afterEach(async () => {
+    hub.close();
+    await store.close();
+    await instance.teardown();
+  });
+
+  it('cuts a stream whose consumer does not keep up, and the consumer resumes by id from the log', async () => {
+    const stream = await hub.open({ tokenName: 'tester' });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = take(iterator, 2);
+    await store.create({ id: 1n, name: 'Fern' });
+    await store.create({ id: 2n, name: 'Fern' });
+    const seen = await first;
+    // The consumer stops reading; the hub holds at most `buffer` events for it.
+    for (let id = 3n; id <= 20n; id++) await store.create({ id, name: 'Fern' });
+    expect(await stream.ended).toBe('overflow');
+    expect(hub.size).toBe(0);
+    const resumed = (await hub.open({ tokenName: 'tester', after: seen[1]!.id }))[Symbol.asyncIterator]();
+    const rest = await take(resumed, 18);
+    expect(rest.map((event) => event.plant.id)).toStrictEqual(
+      Array.from({ length: 18 }, (_, i) => BigInt(i + 3)),
+    );
+    await resumed.return?.(undefined);
+  });
+
+  it('hands a resuming stream its backlog past a page, then live events, with no gap and no repeat', async () => {
+    for (let id = 1n; id <= 1_200n; id++) await store.create({ id, name: 'Fern' });
+    const stream = await hub.open({ tokenName: 'tester', after: 0n });
+    const iterator = stream[Symbol.asyncIterator]();
+    // More changes commit while the stream reads its backlog.
+    const writing = (async () => {
+      for (let id = 1_201n; id <= 1_260n; id++) await store.create({ id, name: 'Fern' });
+      await store.delete(5n);
+    })();
+    const events: StoredEvent[] = [];
+    while (events.length < 1_261) {
+      events.push(...(await take(iterator, 1)));
+      // Never more than `buffer` behind the live ones: read as fast as they come.
+    }
+    await writing;
+    expect(events.map((event) => event.type === 'plant.created' && event.plant.id)).toStrictEqual([
+      ...Array.from({ length: 1_260 }, (_, i) => BigInt(i + 1)),
+      false,
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: 'plant.deleted', plant: { id: 5n } });
+    expect(events.every((event, i) => i === 0 || event.id > events[i - 1]!.id)).toBe(true);
+    await iterator.return?.(undefined);
+  });
+
+  it('prunes old events in bounded batches, remembers how far, and refuses to resume before that (410)', async () => {
+    for (const id of [1n, 2n, 3n]) await store.create({ id, name: 'Fern' });
+    const [, , last] = await store.events.after(0n, 10);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await store.events.prune({ olderThanMs: 0, limit: 2 })).toBe(2);
+    expect(await store.events.prunedThrough()).toBe(last!.id - 1n);
+    expect(await store.events.prune({ olderThanMs: 0, limit: 2 })).toBe(1);
+    expect(await store.events.prunedThrough()).toBe(last!.id);
+    // Pruning everything does not move the head back.
+    expect(await store.events.head()).toBe(last!.id);
+    await expect(hub.open({ tokenName: 'tester', after: 0n })).rejects.toMatchObject({ status: 410 });
+    const resumed = (await hub.open({ tokenName: 'tester', after: last!.id }))[Symbol.asyncIterator]();
+    await store.create({ id: 4n, name: 'Fern' });
+    expect((await take(resumed, 1))[0]).toMatchObject({ id: last!.id + 1n, plant: { id: 4n } });
+    await resumed.return?.(undefined);
+  });
+
+  it('ends every stream on close and refuses new ones', async () => {
+    const stream = await hub.open({ tokenName: 'tester' });
+    hub.close();
+    expect(await stream.ended).toBe('shutdown');
+    await expect(hub.open({ tokenName: 'tester' })).rejects.toMatchObject({ status: 503 });
+  });
+});

@@ -1,0 +1,63 @@
+// The PostgreSQL baseline for `pnpm bench`: a hand-written node:http + `pg` Pool(10) server for the
+// POST /plants contract (bearer auth, exact int64 ids, 400/401/409 as Error bodies), one autocommit
+// `INSERT … ON CONFLICT (id) DO NOTHING` per request, answered after the server's COMMIT (durable
+// with the server's default synchronous_commit = on). What a careful developer writes by hand; the
+// api on PostgreSQL is measured against it.
+import { createServer } from 'node:http';
+import { isInteger, parse } from 'lossless-json';
+import pg from 'pg';
+
+const port = Number(process.env.PORT ?? 3100);
+const token = process.env.API_TOKENS ?? 'bench-token';
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+await pool.query('CREATE TABLE IF NOT EXISTS plants (id BIGINT PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
+const MIN = -(2n ** 63n);
+const MAX = 2n ** 63n - 1n;
+
+function send(res, status, body) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+createServer((req, res) => {
+  if (req.method !== 'POST' || req.url !== '/plants')
+    return send(res, 404, { error: 404, message: 'Not found.' });
+  if (req.headers.authorization !== `Bearer ${token}`) {
+    res.setHeader('www-authenticate', 'Bearer');
+    return send(res, 401, { error: 401, message: 'Bad token.' });
+  }
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', async () => {
+    let plant;
+    try {
+      plant = parse(Buffer.concat(chunks).toString('utf8'), null, (n) =>
+        isInteger(n) ? BigInt(n) : Number(n),
+      );
+    } catch {
+      return send(res, 400, { error: 400, message: 'Malformed JSON.' });
+    }
+    const { id, name, tag } = plant ?? {};
+    if (
+      typeof id !== 'bigint' ||
+      id < MIN ||
+      id > MAX ||
+      typeof name !== 'string' ||
+      (tag !== undefined && typeof tag !== 'string')
+    ) {
+      return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
+    }
+    try {
+      const { rowCount } = await pool.query({
+        name: 'insert',
+        text: 'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+        values: [id.toString(), name, tag ?? null],
+      });
+      if (rowCount === 0) return send(res, 409, { error: 409, message: 'Exists.' });
+      send(res, 200, tag === undefined ? { name } : { name, tag });
+    } catch {
+      send(res, 503, { error: 503, message: 'Unavailable.' });
+    }
+  });
+}).listen(port, '127.0.0.1');

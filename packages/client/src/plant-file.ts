@@ -1,0 +1,155 @@
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import {
+  INTEGER_LITERAL,
+  type NewPlant,
+  NewPlantSchema,
+  type PlantWithId,
+  parseJson,
+  stringifyJson,
+} from '@plant-store/schema';
+import { parse as parseCsv } from 'csv-parse';
+import { stringify as stringifyCsv } from 'csv-stringify/sync';
+
+/** The file formats of `plants import` and `plants export`. */
+export const FORMATS = ['ndjson', 'csv'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** One record of a file: a plant to create, or why its line is not one. */
+export type Entry = { line: number } & ({ plant: NewPlant } | { problem: string });
+
+/** A file that cannot be read on (a CSV quote left open, a header without `id`). */
+export class PlantFileError extends Error {}
+
+const COLUMNS = ['id', 'name', 'tag'];
+
+/**
+ * The records of an NDJSON or CSV file of plants, validated with `NewPlantSchema`, each with the
+ * line it starts on. Ids stay exact: NDJSON is read with the lossless codec, CSV ids are taken as
+ * decimal literals. In CSV an empty unquoted `tag` is no tag, and `""` is the empty tag.
+ */
+export function readPlants(input: Readable, format: Format): AsyncGenerator<Entry> {
+  return format === 'csv' ? readCsv(input) : readNdjson(input);
+}
+
+/**
+ * How many records `readPlants` will yield for this input (for a progress bar's total), read
+ * without checking them: non-blank lines of NDJSON, records after the header of CSV.
+ */
+export async function countRecords(input: Readable, format: Format): Promise<number> {
+  let count = 0;
+  if (format === 'ndjson') {
+    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+      if (line.trim() !== '') count++;
+    }
+    return count;
+  }
+  try {
+    for await (const _ of input.pipe(
+      parseCsv({ bom: true, skip_empty_lines: true, relax_column_count: true }),
+    )) {
+      count++;
+    }
+  } catch {
+    // The import itself reports what is wrong with the file.
+  }
+  return Math.max(0, count - 1);
+}
+
+async function* readNdjson(input: Readable): AsyncGenerator<Entry> {
+  let line = 0;
+  for await (const text of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+    line++;
+    const record = line === 1 ? text.replace(/^\uFEFF/, '') : text;
+    if (record.trim() === '') continue;
+    let json: unknown;
+    try {
+      json = parseJson(record);
+    } catch (error) {
+      yield { line, problem: `not JSON (${(error as Error).message})` };
+      continue;
+    }
+    yield { line, ...validate(json) };
+  }
+}
+
+async function* readCsv(input: Readable): AsyncGenerator<Entry> {
+  const parser = input.pipe(
+    parseCsv({
+      bom: true,
+      columns: (header: string[]) => checkHeader(header),
+      info: true,
+      raw: true,
+      skip_empty_lines: true,
+      relax_column_count: true,
+      cast: (value, context) => {
+        if (context.header) return value;
+        return value === '' && !context.quoting ? undefined : value;
+      },
+    }),
+  );
+  try {
+    for await (const { record, info, raw } of parser as AsyncIterable<{
+      record: Record<string, unknown>;
+      info: { lines: number; columns: unknown[]; error?: { record?: unknown[] } };
+      raw: string;
+    }>) {
+      // `info.lines` is the line a record ends on; a quoted field may span several.
+      const line = info.lines - (raw.replace(/^[\r\n]+|[\r\n]+$/g, '').match(/\n/g)?.length ?? 0);
+      if (info.error) {
+        const fields = info.error.record?.length ?? 0;
+        yield {
+          line,
+          problem: `has ${fields} field${fields === 1 ? '' : 's'}; the header names ${info.columns.length}`,
+        };
+        continue;
+      }
+      const { id } = record;
+      yield {
+        line,
+        ...validate(
+          typeof id === 'string' && INTEGER_LITERAL.test(id) ? { ...record, id: BigInt(id) } : record,
+        ),
+      };
+    }
+  } catch (error) {
+    if (error instanceof PlantFileError) throw error;
+    throw new PlantFileError(`not CSV: ${(error as Error).message}`);
+  }
+}
+
+function checkHeader(header: string[]): string[] {
+  const names = header.map((name) => name.trim());
+  const missing = ['id', 'name'].filter((name) => !names.includes(name));
+  const unknown = names.filter((name) => !COLUMNS.includes(name));
+  if (missing.length > 0 || unknown.length > 0 || new Set(names).size !== names.length) {
+    throw new PlantFileError(
+      `the CSV header must name the columns id and name, and may name tag ("${header.join(',')}").`,
+    );
+  }
+  return names;
+}
+
+function validate(value: unknown): { plant: NewPlant } | { problem: string } {
+  const parsed = NewPlantSchema.safeParse(value);
+  if (parsed.success) return { plant: parsed.data };
+  return {
+    problem: parsed.error.issues
+      .map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')} ${issue.message}` : issue.message))
+      .join('; '),
+  };
+}
+
+/** The text that starts a file of this format (the CSV header). */
+export function fileHeader(format: Format): string {
+  return format === 'csv' ? `${COLUMNS.join(',')}\n` : '';
+}
+
+/** Plants as lines of this format: exact ids; in CSV no tag is an empty field, the empty tag `""`. */
+export function formatPlants(plants: PlantWithId[], format: Format): string {
+  if (format === 'ndjson') return plants.map((plant) => `${stringifyJson(plant)}\n`).join('');
+  return stringifyCsv(
+    plants.map(({ id, name, tag }) => [id, name, tag]),
+    { cast: { bigint: String }, quoted_match: /^$/ },
+  );
+}

@@ -1,0 +1,137 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { NewPlant } from '@plant-store/schema';
+import type { Backoff, Reply } from './backoff.ts';
+import { failureReason, PlantStoreError } from './errors.ts';
+
+/** Options of {@link plantsCreateBatch}. */
+export type BatchOptions = {
+  baseUrl: string | URL;
+  token: string;
+  /** Retries of batches refused for now (429, busy 503). */
+  backoff: Backoff;
+  /** How long one attempt may go without an answer, in ms. */
+  timeoutMs: number;
+};
+
+type Item = { result?: unknown; error?: { json?: { message?: unknown; data?: { httpStatus?: unknown } } } };
+type Answer = Reply & { statusText: string; text: string };
+
+/**
+ * Creates plants with one tRPC batch request, `POST /trpc/plants.create,plants.create,…?batch=1`,
+ * exactly what `httpBatchLink` sends (superjson inputs), settling each call on its own: a failed
+ * call rejects with a {@link PlantStoreError} carrying that call's status and message. Bulk
+ * imports use it instead of the tRPC client, and node:http instead of `fetch`: on the client, the
+ * tRPC client's per-call machinery (observables, abort signals) and `fetch`'s web streams cost
+ * more CPU than the server spends on the creates. `close()` ends its kept-alive connections.
+ */
+export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchOptions) {
+  const root = `${String(baseUrl).replace(/\/+$/, '')}/trpc/`;
+  const named = `${root}plants.create`;
+  const secure = root.startsWith('https:');
+  const agent = new (secure ? https : http).Agent({ keepAlive: true });
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+
+  const post = (url: string, body: string) =>
+    new Promise<Answer>((resolve, reject) => {
+      const request = (secure ? https : http).request(
+        url,
+        {
+          method: 'POST',
+          agent,
+          timeout: timeoutMs,
+          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            text += chunk;
+          });
+          response.on('error', reject);
+          response.on('end', () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              statusText: response.statusMessage ?? '',
+              header: (name) => {
+                const value = response.headers[name];
+                return Array.isArray(value) ? value.join(', ') : value;
+              },
+              text,
+            }),
+          );
+        },
+      );
+      request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)));
+      request.on('error', reject);
+      request.end(body);
+    });
+
+  const create = async (plants: NewPlant[]): Promise<PromiseSettledResult<unknown>[]> => {
+    const everyCall = (reason: PlantStoreError) =>
+      plants.map(() => ({ status: 'rejected' as const, reason }));
+    const fail = (status: number, reason: string, cause?: unknown) =>
+      everyCall(new PlantStoreError({ method: 'POST', url: named, status, reason, cause }));
+    const body: Record<number, unknown> = {};
+    plants.forEach((plant, i) => {
+      body[i] = superjsonInput(plant);
+    });
+    const url = `${root}${plants.map(() => 'plants.create').join(',')}?batch=1`;
+    const text = JSON.stringify(body);
+    let response: Answer;
+    let answer: unknown;
+    try {
+      response = await backoff.send(() => post(url, text));
+    } catch (cause) {
+      return fail(0, failureReason(cause), cause);
+    }
+    try {
+      answer = JSON.parse(response.text);
+    } catch (cause) {
+      return fail(response.status, 'the answer is not JSON', cause);
+    }
+    if (!Array.isArray(answer) || answer.length !== plants.length) {
+      // Refused as a whole outside tRPC (rate limit, body too large…): an `Error` body, or nothing usable.
+      const { error, message } = (answer ?? {}) as { error?: unknown; message?: unknown };
+      if (typeof error === 'number' && typeof message === 'string') {
+        return everyCall(
+          new PlantStoreError({
+            method: 'POST',
+            url: named,
+            status: response.status,
+            body: { error, message },
+          }),
+        );
+      }
+      return fail(response.status, response.statusText || 'the answer is not a tRPC batch answer');
+    }
+    return (answer as Item[]).map((item) => {
+      if (item.error === undefined) return { status: 'fulfilled', value: item.result };
+      const status = item.error.json?.data?.httpStatus;
+      const message = item.error.json?.message;
+      const known = typeof status === 'number' && typeof message === 'string';
+      return {
+        status: 'rejected',
+        reason: new PlantStoreError({
+          method: 'POST',
+          url: named,
+          status: known ? status : response.status,
+          ...(known ? { body: { error: status, message } } : { reason: 'the answer is not a tRPC error' }),
+        }),
+      };
+    });
+  };
+  return Object.assign(create, { close: () => agent.destroy() });
+}
+
+/**
+ * What `superjson.serialize(plant)` gives for a `NewPlant` (the id as a decimal string, marked
+ * bigint), built directly: superjson's generic walk was a tenth of the import's CPU. A test holds
+ * it equal to superjson's own output.
+ */
+export function superjsonInput({ id, name, tag }: NewPlant) {
+  return {
+    json: { id: String(id), name, ...(tag !== undefined && { tag }) },
+    meta: { values: { id: ['bigint'] }, v: 1 },
+  };
+}
