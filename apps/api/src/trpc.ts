@@ -164,7 +164,11 @@ function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObjec
   return withOperation(operation, input).subscription(async function* ({ ctx, input }) {
     const { lastEventId, ...rest } = input as { lastEventId?: string | null };
     const resume = lastEventId ? { ...rest, after: BigInt(lastEventId) } : rest;
-    const stream = await operation.run(ctx, resume as z.output<z.ZodObject<S>>);
+    // Thrown inside the generator, after apiErrors has run: an ApiError (410, 429, 503) would reach
+    // the client as INTERNAL_SERVER_ERROR, which httpSubscriptionLink retries forever.
+    const stream = await operation.run(ctx, resume as z.output<z.ZodObject<S>>).catch((error: unknown) => {
+      throw error instanceof ApiError ? toTrpcError(error) : error;
+    });
     for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
     if ((await stream.ended) !== 'closed') ctx.request.abort();
   });

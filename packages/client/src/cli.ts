@@ -4,9 +4,11 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  EventIdSchema,
   INTEGER_LITERAL,
   ListPlantsQuerySchema,
   MAX_LIST_LIMIT,
+  type PlantEvent,
   type PlantId,
   PlantIdSchema,
   type PlantWithId,
@@ -51,13 +53,18 @@ Commands:
   delete <id>                                    delete one plant
   import <file> [--format ndjson|csv]            create the plants of a file (- reads stdin)
   export [--format ndjson|csv]                   write every plant to stdout (default ndjson)
+  watch [--after <event id>]                     print creates and deletes live until Ctrl-C
+                                                 (exit 0); reconnects by itself and resumes
+                                                 where it left off. --after: start after that
+                                                 event id (0: every event the server keeps)
 
 Options:
   --url <url>      the server (default: $PLANTS_URL, else ${DEFAULT_URL})
   --token <token>  the bearer token (default: $PLANTS_TOKEN; prefer the variable: arguments are
                    visible to other users of the machine)
-  --json           print JSON (ids as exact integers) instead of a table; errors go to stderr
-                   as the server's Error body {"error": <status>, "message": "..."}
+  --json           print JSON (ids as exact integers) instead of a table, for watch one event
+                   per line; errors go to stderr as the server's Error body
+                   {"error": <status>, "message": "..."}
   -h, --help       show this help
   --version        show the version
 
@@ -74,7 +81,8 @@ summary on stdout (--json: as JSON). import and export show a progress bar on st
 is a terminal; export writes the plants to stdout in id order, ids exact.
 
 Exit status: 0 ok, 1 the server answered with an error (import: a line was invalid or failed),
-2 wrong usage (nothing sent), 3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s).
+2 wrong usage (nothing sent), 3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s);
+watch keeps retrying instead, and exits 0 on Ctrl-C (SIGINT) or SIGTERM.
 `;
 
 const OPTIONS = {
@@ -312,6 +320,47 @@ function parseFormat(text: string): Format {
   throw new UsageError(`--format must be ndjson or csv ("${text}").`);
 }
 
+async function watch(connection: Connection, values: Values, _operands: string[], out: Output) {
+  const client = createRestClient(connection);
+  const after = values.after === undefined ? undefined : parseEventId(values.after);
+  const stop = new AbortController();
+  const end = () => stop.abort();
+  process.once('SIGINT', end);
+  process.once('SIGTERM', end);
+  if (!out.json) out.print(eventRow(['TIME', 'EVENT', 'PLANT', 'NAME', 'TAG']));
+  try {
+    const events = client.events({
+      after,
+      signal: stop.signal,
+      onReconnect: ({ error, delayMs }) =>
+        process.stderr.write(
+          `plants: ${error.serverMessage ?? failureDetail(error)}; reconnecting in ${delayMs / 1000} s\n`,
+        ),
+    });
+    for await (const event of events) out.print(out.json ? stringifyJson(event) : eventLine(event));
+  } finally {
+    process.off('SIGINT', end);
+    process.off('SIGTERM', end);
+  }
+  return EXIT.ok;
+}
+
+/** One event as a row: time, type, plant id, name, tag (a delete has neither name nor tag). */
+function eventLine({ createdAt, type, plant }: PlantEvent): string {
+  const { name = '', tag = '' } = 'name' in plant ? plant : {};
+  return eventRow([createdAt, type, String(plant.id), visible(name), visible(tag)]);
+}
+
+/** Fixed widths for what has a bound (an ISO time, the event type, an int64), so rows align as they come. */
+function eventRow([time, type, id, name, tag]: string[]): string {
+  return [time!.padEnd(24), type!.padEnd(13), id!.padStart(20), name, tag].join('  ').trimEnd();
+}
+
+/** What a PlantStoreError without a server message says after the method and URL. */
+function failureDetail(error: PlantStoreError): string {
+  return error.message.slice(error.message.indexOf(': ') + 2);
+}
+
 const COMMANDS = new Map<string, Command>([
   ['create', { options: ['id', 'name', 'tag'], operands: 0, run: create }],
   ['list', { options: ['limit', 'after', 'all'], operands: 0, run: list }],
@@ -319,6 +368,7 @@ const COMMANDS = new Map<string, Command>([
   ['delete', { options: [], operands: 1, run: remove }],
   ['import', { options: ['format'], operands: 1, operand: 'file', run: importFile }],
   ['export', { options: ['format'], operands: 0, run: exportAll }],
+  ['watch', { options: ['after'], operands: 0, run: watch }],
 ]);
 
 function connect(values: Values): Connection {
@@ -349,6 +399,12 @@ function parseId(text: string, what: string): bigint {
   throw new UsageError(
     `${what} must be an integer from -9223372036854775808 to 9223372036854775807 ("${text}").`,
   );
+}
+
+function parseEventId(text: string): bigint {
+  const parsed = INTEGER_LITERAL.test(text) ? EventIdSchema.safeParse(BigInt(text)) : undefined;
+  if (parsed?.success) return parsed.data;
+  throw new UsageError(`--after must be an event id, an integer from 0 to 9223372036854775807 ("${text}").`);
 }
 
 function parseLimit(text: string): number {

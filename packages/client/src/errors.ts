@@ -47,7 +47,9 @@ export class PlantStoreError extends Error {
 export function failureReason(error: unknown): string {
   const messages: string[] = [];
   for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
-    const message = at instanceof Error ? at.message : String(at);
+    // An Event (EventSource's error) is no Error but has a message too.
+    const text = (at as { message?: unknown } | null)?.message;
+    const message = typeof text === 'string' ? text : String(at);
     if (message !== messages.at(-1)) messages.push(message);
     at = at instanceof Error ? at.cause : undefined;
   }

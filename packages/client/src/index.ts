@@ -5,14 +5,23 @@
  * @module
  */
 
-export type { ApiError, ListPlantsQuery, NewPlant, Plant, PlantId, PlantWithId } from '@plant-store/schema';
+export type {
+  ApiError,
+  ListPlantsQuery,
+  NewPlant,
+  Plant,
+  PlantEvent,
+  PlantId,
+  PlantWithId,
+} from '@plant-store/schema';
 export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
-export type { RetryOptions } from './retry.ts';
 export {
   type CallOptions,
   createRestClient,
+  type EventsOptions,
   type PlantPage,
   type RestClient,
   type RestClientOptions,
 } from './rest.ts';
+export type { RetryOptions } from './retry.ts';
 export { createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';

@@ -4,12 +4,15 @@ import {
   createTRPCClientProxy,
   httpBatchLink,
   httpLink,
+  httpSubscriptionLink,
+  retryLink,
   splitLink,
   type TRPCClient,
   TRPCClientError,
   type TRPCRequestOptions,
   TRPCUntypedClient,
 } from '@trpc/client';
+import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { failureReason, PlantStoreError } from './errors.ts';
 import { idempotencyKeyHeader, keyFor, markRetriable, type RetryOptions, withRetries } from './retry.ts';
@@ -19,6 +22,11 @@ const KEYED = new Set(['plants.create', 'plants.delete']);
 
 /** Calls per HTTP request unless `batch.maxItems` says otherwise. */
 const DEFAULT_MAX_ITEMS = 10;
+
+/** The wait before resubscribing after a subscription failed, doubled per failure in a row up to this. */
+const RESUBSCRIBE_MS = { first: 1_000, max: 30_000 };
+/** Statuses a subscription is retried on (busy, restarting); no status at all (network) is too. */
+const RETRIED = new Set([408, 429, 500, 502, 503, 504]);
 
 /** Options of {@link createTrpcClient}. */
 export type TrpcClientOptions = {
@@ -43,13 +51,21 @@ export type TrpcClientOptions = {
   retry?: RetryOptions;
 };
 
-/** The typed tRPC client of the Plant Store: `client.plants.create.mutate({ id: 1n, name })`. */
+/**
+ * The typed tRPC client of the Plant Store: `client.plants.create.mutate({ id: 1n, name })`, and
+ * `client.plants.events.subscribe({}, { onData })` for live events.
+ */
 export type TrpcClient = TRPCClient<AppRouter>;
 
 /**
  * A typed client of the server's tRPC endpoint (superjson, so bigint ids travel exactly), batching
  * concurrent calls. A failed call rejects with {@link PlantStoreError}, never `TRPCClientError`:
  * `status` is the HTTP status of that call (`0` when no answer arrived), `cause` the tRPC error.
+ *
+ * Subscriptions (`plants.events`) run over Server-Sent Events. When the connection drops, or the
+ * server is busy or restarting (429, 503), the client reconnects by itself and resumes after the
+ * last event it delivered (`lastEventId`): no gap, no repeat. `onError` gets a
+ * {@link PlantStoreError} for what retrying cannot fix (401, 403, 410).
  */
 export function createTrpcClient({
   baseUrl,
@@ -60,7 +76,7 @@ export function createTrpcClient({
 }: TrpcClientOptions): TrpcClient {
   const url = `${String(baseUrl).replace(/\/+$/, '')}/trpc`;
   const authorization = `Bearer ${token}`;
-  const link = splitLink<AppRouter>({
+  const calls = splitLink<AppRouter>({
     // The server takes a key from the header of a request of one call.
     condition: (op) => typeof op.context.idempotencyKey === 'string',
     true: httpLink({
@@ -80,7 +96,39 @@ export function createTrpcClient({
       ...(fetch && { fetch }),
     }),
   });
+  const subscriptions = [
+    // Resubscribes with the last tracked id when EventSource gives up (an answer other than 200).
+    retryLink<AppRouter>({
+      retry: ({ op, error }) => op.type === 'subscription' && isRetried(subscriptionStatus(error)),
+      retryDelayMs: (attempt) => Math.min(RESUBSCRIBE_MS.first * 2 ** (attempt - 1), RESUBSCRIBE_MS.max),
+    }),
+    httpSubscriptionLink<AppRouter, typeof EventSource>({
+      url,
+      transformer: superjson,
+      EventSource,
+      // EventSource itself reconnects after a network error or a clean end, with Last-Event-ID.
+      eventSourceOptions: {
+        fetch: (input, init) =>
+          (fetch ?? globalThis.fetch)(input, { ...init, headers: { ...init?.headers, authorization } }),
+      },
+    }),
+  ];
+  const link = splitLink<AppRouter>({
+    condition: (op) => op.type === 'subscription',
+    true: subscriptions,
+    false: calls,
+  });
   return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url, retry));
+}
+
+/** The HTTP status that ended a subscription's connection; `undefined` when there was no answer. */
+function subscriptionStatus(error: TRPCClientError<AppRouter>): number | undefined {
+  const status: unknown = error.data?.httpStatus ?? (error.cause as { code?: unknown } | undefined)?.code;
+  return typeof status === 'number' ? status : undefined;
+}
+
+function isRetried(status: number | undefined): boolean {
+  return status === undefined || RETRIED.has(status);
 }
 
 /**
@@ -95,6 +143,20 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
     super(options);
     this.#url = url;
     this.#retry = retry;
+    // `onError` of the callback form gets a PlantStoreError (the method is overloaded: replaced here).
+    const subscribe = this.subscription.bind(this) as (
+      path: string,
+      input: unknown,
+      opts?: object,
+    ) => unknown;
+    this.subscription = ((path: string, input: unknown, opts?: { onError?: (error: unknown) => void }) => {
+      const onError = opts?.onError;
+      if (onError === undefined) return subscribe(path, input, opts);
+      return subscribe(path, input, {
+        ...opts,
+        onError: (error: unknown) => onError(toPlantStoreError(error, 'GET', `${url}/${path}`)),
+      });
+    }) as TRPCUntypedClient<AppRouter>['subscription'];
   }
 
   override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
@@ -135,8 +197,10 @@ function toPlantStoreError(error: unknown, method: string, url: string): unknown
     if (httpStatus === 409 && headers?.has('retry-after')) markRetriable(failure);
     return failure;
   }
-  // No tRPC error body: the request failed, or the answer was not tRPC's (e.g. a proxy's 502 page).
+  // No tRPC error body: the request failed, or the answer was not tRPC's (e.g. a proxy's 502 page),
+  // or a subscription's EventSource failed (its error event has the status as `code`).
   const response = error.meta?.response as { status?: unknown } | undefined;
-  const status = typeof response?.status === 'number' ? response.status : 0;
+  const code = (error.cause as { code?: unknown } | undefined)?.code;
+  const status = typeof response?.status === 'number' ? response.status : typeof code === 'number' ? code : 0;
   return new PlantStoreError({ method, url, status, reason: failureReason(error), cause: error });
 }

@@ -214,6 +214,7 @@ describe('plants usage and failures', () => {
       'list [--limit',
       'get <id>',
       'delete <id>',
+      'watch [--after <event id>]',
       'import <file> [--format ndjson|csv]',
       'export [--format ndjson|csv]',
       '--json',

@@ -42,6 +42,20 @@ try {
 } catch (error) {
   refused = error instanceof PlantStoreError ? [error.status, error.serverMessage] : String(error);
 }
+// Live events, from the start of the log: the REST iterator (until break), then the subscription.
+const overRest: string[] = [];
+for await (const event of rest.events({ after: 0n })) {
+  overRest.push(\`\${event.type} \${event.plant.id.toString()}\`);
+  if (overRest.length === 2) break;
+}
+const overSubscription = await new Promise<string>((resolve) => {
+  const subscription = trpc.plants.events.subscribe({ after: 0n }, {
+    onData: ({ data }) => {
+      subscription.unsubscribe();
+      resolve(\`\${typeof data.plant.id} \${data.plant.id.toString()}\`);
+    },
+  });
+});
 const ids = (plants: { id: bigint }[]) => plants.map(({ id }) => id.toString());
 console.log(JSON.stringify({
   created,
@@ -50,6 +64,7 @@ console.log(JSON.stringify({
   readOverTrpc: [typeof readOverTrpc.id, readOverTrpc.id.toString(), readOverTrpc.name],
   page: [ids(page.plants), page.next?.toString()],
   refused,
+  events: { overRest, overSubscription },
 }));
 
 // Never called: the types are the server's own, not \`any\`.
@@ -129,6 +144,8 @@ describe('the packed client, installed outside the workspace', () => {
       'cli-progress',
       'csv-parse',
       'csv-stringify',
+      'eventsource',
+      'eventsource-parser',
       'lossless-json',
       'superjson',
       'zod',
@@ -147,6 +164,10 @@ describe('the packed client, installed outside the workspace', () => {
       readOverTrpc: ['bigint', '9007199254740995', 'Over tRPC'],
       page: [['9007199254740993'], '9007199254740993'],
       refused: [409, 'A plant with id 9007199254740993 already exists.'],
+      events: {
+        overRest: ['plant.created 9007199254740993', 'plant.created 9007199254740995'],
+        overSubscription: 'bigint 9007199254740993',
+      },
     });
 
     // The tarball's `plants` command works too.

@@ -3,6 +3,7 @@ import {
   createRestClient,
   createTrpcClient,
   type Plant,
+  type PlantEvent,
   type PlantPage,
   type PlantWithId,
 } from '../src/index.ts';
@@ -64,5 +65,38 @@ describe('client types', () => {
     expectTypeOf(createPlant).toBeCallableWith({ id: '1', name: 'Fern' });
     // @ts-expect-error name is required
     expectTypeOf(createPlant).toBeCallableWith({ id: 1n });
+  });
+
+  it('tRPC: plants.events is a subscription of events with bigint ids, resumable by id', () => {
+    const subscribe = createTrpcClient(options).plants.events.subscribe;
+    expectTypeOf(subscribe).toBeCallableWith({}, { onData: () => {} });
+    expectTypeOf(subscribe).toBeCallableWith({ after: 9007199254740993n }, { onData: () => {} });
+    expectTypeOf(subscribe).toBeCallableWith({ lastEventId: '42' }, { onData: () => {} });
+    // @ts-expect-error the resume id is a bigint
+    expectTypeOf(subscribe).toBeCallableWith({ after: 5 }, { onData: () => {} });
+    // Never called: subscribing would connect.
+    const typed = () =>
+      createTrpcClient(options).plants.events.subscribe(
+        {},
+        {
+          onData({ id, data }) {
+            expectTypeOf(id).toEqualTypeOf<string>();
+            expectTypeOf(data.id).toEqualTypeOf<bigint>();
+            expectTypeOf(data.plant.id).toEqualTypeOf<bigint>();
+            expectTypeOf(data.type).toEqualTypeOf<'plant.created' | 'plant.deleted'>();
+          },
+        },
+      );
+    expectTypeOf(typed).toBeFunction();
+  });
+
+  it('REST: events iterates PlantEvent, with bigint ids', () => {
+    const client = createRestClient(options);
+    expectTypeOf(client.events).toBeCallableWith();
+    expectTypeOf(client.events).toBeCallableWith({ after: 0n, signal: AbortSignal.timeout(1) });
+    expectTypeOf(client.events).returns.toEqualTypeOf<AsyncIterable<PlantEvent>>();
+    expectTypeOf<PlantEvent['id']>().toEqualTypeOf<bigint>();
+    // @ts-expect-error the resume id is a bigint
+    expectTypeOf(client.events).toBeCallableWith({ after: '5' });
   });
 });
