@@ -20,6 +20,16 @@ const KEY_ERRORS = {
   422: 'This Idempotency-Key was used for a different request (another body, method or path)',
 };
 
+/** What an operation that takes an Idempotency-Key declares besides its own metadata. */
+const KEYED = {
+  requestHeaders: IdempotencyKeyHeaders,
+  responseHeaders: ReplayedHeaders,
+} as const;
+
+function noSuchPlant(id: bigint): never {
+  throw new ApiError('not_found', `There is no plant with id ${id}.`);
+}
+
 /** Statuses every bearer-protected operation can answer besides its own. */
 export const PROTECTED_ERRORS = {
   401: 'Missing or unknown bearer token',
@@ -41,8 +51,7 @@ export const createPlant = defineOperation({
     tags: ['plants'],
     successDescription:
       'The created plant (or, with `Idempotent-Replayed: true`, the stored answer to a retry)',
-    requestHeaders: IdempotencyKeyHeaders,
-    responseHeaders: ReplayedHeaders,
+    ...KEYED,
     errorResponses: {
       400: `The body is not valid JSON or not a NewPlant. ${KEY_ERRORS[400]}`,
       409: `A plant with this id already exists, or: ${KEY_ERRORS[409]}`,
@@ -128,9 +137,7 @@ export const getPlant = defineOperation({
   input: PlantIdParamsSchema,
   output: PlantWithIdSchema,
   async run({ store }, { id }) {
-    const plant = await storeCall(() => store.get(id));
-    if (plant === undefined) throw new ApiError('not_found', `There is no plant with id ${id}.`);
-    return plant;
+    return (await storeCall(() => store.get(id))) ?? noSuchPlant(id);
   },
 });
 
@@ -146,14 +153,13 @@ export const deletePlant = defineOperation({
       'did commit gets the same 204 again (with `Idempotent-Replayed: true`), not 404.',
     tags: ['plants'],
     successDescription: 'The plant was deleted',
-    requestHeaders: IdempotencyKeyHeaders,
-    responseHeaders: ReplayedHeaders,
+    ...KEYED,
     errorResponses: {
       400: `The id is not an int64. ${KEY_ERRORS[400]}`,
       404: 'There is no plant with this id',
+      ...PROTECTED_ERRORS,
       409: KEY_ERRORS[409],
       422: KEY_ERRORS[422],
-      ...PROTECTED_ERRORS,
     },
   },
   input: PlantIdParamsSchema,
@@ -161,7 +167,7 @@ export const deletePlant = defineOperation({
   async run(ctx, { id }): Promise<void> {
     const { store } = ctx;
     const deleted = await storeCall(() => store.delete(id, keyedAnswer(ctx, 204)));
-    if (!deleted) throw new ApiError('not_found', `There is no plant with id ${id}.`);
+    if (!deleted) noSuchPlant(id);
   },
   rest: { status: 204 },
 });

@@ -2,19 +2,7 @@ import type { NewPlant } from '@plant-store/schema';
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
 import { listen } from './postgres-listen.ts';
-import {
-  type DeliveryRow,
-  type EventRow,
-  type FailedRow,
-  type PlantRow,
-  type TokenRow,
-  toDelivery,
-  toEvent,
-  toFailedDelivery,
-  toPlant,
-  toStoredToken,
-  toTokenRecord,
-} from './rows.ts';
+import * as fromRow from './rows.ts';
 import {
   type ClaimOutcome,
   type DeliveryOutbox,
@@ -42,7 +30,7 @@ export type PostgresStoreOptions = {
   timeoutMs: number;
 };
 
-type PageRow = PlantRow & { candidates: bigint };
+type PageRow = fromRow.PlantRow & { candidates: bigint };
 type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
@@ -272,6 +260,8 @@ const PRUNE_KEYS = `
     FOR UPDATE SKIP LOCKED
   )`;
 
+const SELECT_TOKENS = 'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens';
+
 const INT8_OID = 20;
 /** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
@@ -447,6 +437,18 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     for (const listener of watchers) listener();
   };
 
+  /** Whether a statement changed exactly one row. */
+  const changedOne = (name: string, text: string, values: unknown[]) =>
+    call(async () => (await query(name, text, values)).rowCount === 1);
+
+  /** The rows a statement answers, each converted. */
+  const rowsOf = <R extends pg.QueryResultRow, T>(
+    name: string,
+    text: string,
+    values: unknown[],
+    convert: (row: R) => T,
+  ) => call(async () => (await query<R>(name, text, values)).rows.map(convert));
+
   /** The one value a one-row, one-column statement answers. */
   const scalar = (name: string, text: string, values: unknown[] = []) =>
     call(async () => {
@@ -456,14 +458,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   const events: EventLog = {
     after: (after, limit) =>
-      call(async () => {
-        const { rows } = await query<EventRow>(
-          'events-after',
-          'SELECT id, type, plant_id, name, tag, created_at FROM plant_events WHERE id > $1 ORDER BY id LIMIT $2',
-          [after.toString(), limit],
-        );
-        return rows.map(toEvent);
-      }),
+      rowsOf(
+        'events-after',
+        'SELECT id, type, plant_id, name, tag, created_at FROM plant_events WHERE id > $1 ORDER BY id LIMIT $2',
+        [after.toString(), limit],
+        fromRow.toEvent,
+      ),
     head: () =>
       scalar(
         'events-head',
@@ -565,8 +565,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const deliveries: DeliveryOutbox = {
     claim: ({ url, limit, leaseMs }) =>
       call(async () => {
-        const { rows } = await query<DeliveryRow>('deliveries-claim', CLAIM, [url, limit, leaseMs]);
-        return rows.map(toDelivery);
+        const { rows } = await query<fromRow.DeliveryRow>('deliveries-claim', CLAIM, [url, limit, leaseMs]);
+        return rows.map(fromRow.toDelivery);
       }),
     pendingUrls: ({ limit }) =>
       call(async () => {
@@ -601,13 +601,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
     listFailed: ({ limit }) =>
       call(async () => {
-        const { rows } = await query<FailedRow>(
+        const { rows } = await query<fromRow.FailedRow>(
           'deliveries-list-failed',
           `SELECT id, url, payload, attempts, created_at, last_error, updated_at FROM webhook_deliveries
            WHERE status = 'failed' ORDER BY created_at, id LIMIT $1`,
           [limit],
         );
-        return rows.map(toFailedDelivery);
+        return rows.map(fromRow.toFailedDelivery);
       }),
     counts: () =>
       call(async () => {
@@ -634,41 +634,20 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   const tokens: TokenStore = {
     create: ({ name, digest, scopes }) =>
-      call(async () => {
-        const { rowCount } = await query(
-          'tokens-create',
-          'INSERT INTO api_tokens (name, digest, scopes) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-          [name, digest, scopes.join(',')],
-        );
-        return rowCount === 1;
-      }),
+      changedOne(
+        'tokens-create',
+        'INSERT INTO api_tokens (name, digest, scopes) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+        [name, digest, scopes.join(',')],
+      ),
     revoke: (name) =>
-      call(async () => {
-        const { rowCount } = await query(
-          'tokens-revoke',
-          'UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL',
-          [name],
-        );
-        return rowCount === 1;
-      }),
-    list: () =>
-      call(async () => {
-        const { rows } = await query<TokenRow>(
-          'tokens-list',
-          'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens ORDER BY name',
-          [],
-        );
-        return rows.map(toTokenRecord);
-      }),
+      changedOne(
+        'tokens-revoke',
+        'UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL',
+        [name],
+      ),
+    list: () => rowsOf('tokens-list', `${SELECT_TOKENS} ORDER BY name`, [], fromRow.toTokenRecord),
     active: () =>
-      call(async () => {
-        const { rows } = await query<TokenRow>(
-          'tokens-active',
-          'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens WHERE revoked_at IS NULL',
-          [],
-        );
-        return rows.map(toStoredToken);
-      }),
+      rowsOf('tokens-active', `${SELECT_TOKENS} WHERE revoked_at IS NULL`, [], fromRow.toStoredToken),
   };
 
   return {
@@ -694,12 +673,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
     get: (id) =>
       call(async () => {
-        const { rows } = await query<PlantRow>(
+        const { rows } = await query<fromRow.PlantRow>(
           'plants-get',
           'SELECT id, name, tag FROM plants WHERE id = $1',
           [id.toString()],
         );
-        return rows[0] === undefined ? undefined : toPlant(rows[0]);
+        return rows[0] === undefined ? undefined : fromRow.toPlant(rows[0]);
       }),
     list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
       call(async () => {
@@ -711,7 +690,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
                 maxBytes,
                 after.toString(),
               ]);
-        const plants = rows.slice(0, limit).map(toPlant);
+        const plants = rows.slice(0, limit).map(fromRow.toPlant);
         return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
       }),
     ping: () =>
