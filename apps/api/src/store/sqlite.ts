@@ -300,11 +300,11 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
         return { plants, more: false };
       }),
     ping: () => read(() => undefined),
-    failed,
-    events,
     deliveries,
-    tokens,
+    events,
     idempotencyKeys,
+    tokens,
+    failed,
     close() {
       closing ??= (async () => {
         // Writes already accepted are committed and synced (and answered) before closing.
