@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { createTRPCClient, httpBatchLink, httpLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_HEAVY_READS } from '../src/heavy-reads.ts';
 import type { AppRouter } from '../src/router.ts';
 import { PAGE_BUDGET_BYTES } from '../src/store/store.ts';
@@ -50,10 +50,7 @@ describe.each(testStores())('heavy reads on $name', (testStore) => {
   let api: RunningApi;
   let store: TestStoreInstance;
 
-  apiOnStore(testStore, (running) => ({ api, store } = running));
-  beforeAll(async () => {
-    await store.insertPlants(PLANTS);
-  });
+  apiOnStore(testStore, (running) => ({ api, store } = running), { seed: PLANTS });
 
   it('answers 503 with Retry-After past 8 lists in flight, serves everything else, then recovers', async () => {
     expect(MAX_HEAVY_READS).toBe(8);

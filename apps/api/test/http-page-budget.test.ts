@@ -1,13 +1,13 @@
 import { parseJson } from '@plant-store/schema';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AppRouter } from '../src/router.ts';
 import { PAGE_BUDGET_BYTES } from '../src/store/store.ts';
 import { apiOnStore } from './support/api-on-store.ts';
 import type { RunningApi } from './support/in-process.ts';
 import { send, TOKEN } from './support/http.ts';
-import { type SeedPlant, type TestStoreInstance, testStores } from './support/stores.ts';
+import { type SeedPlant, testStores } from './support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
@@ -41,12 +41,8 @@ function expectedPages(limit: number): SeedPlant[][] {
 
 describe.each(testStores())('a page of plants within its byte budget on $name', (testStore) => {
   let api: RunningApi;
-  let store: TestStoreInstance;
 
-  apiOnStore(testStore, (running) => ({ api, store } = running));
-  beforeAll(async () => {
-    await store.insertPlants(PLANTS);
-  });
+  apiOnStore(testStore, (running) => ({ api } = running), { seed: PLANTS });
 
   it('ends GET /plants early at 1 MiB of text, and its Links give every plant exactly once', async () => {
     const pages = expectedPages(1000);

@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { migratePostgres } from '../src/store/postgres.ts';
 import { migrations } from '../src/store/migrations.ts';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { type ApiProcess, runApiCommand, startApiProcess } from './support/api-process.ts';
 import { errorBody, postPlant } from './support/http.ts';
 import {
   postgresAvailable,
@@ -12,7 +10,6 @@ import {
   withPostgresClient,
 } from './support/stores.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const INSTANCES = 3;
 const MIGRATIONS = migrations.map(({ version, name }) => ({ version, name }));
 const VERSIONS = MIGRATIONS.map(({ version }) => version);
@@ -57,11 +54,8 @@ describe.skipIf(!postgresAvailable())('several instances on one PostgreSQL datab
   it('the migrate command, run by 3 processes at once, applies each migration once and exits 0', async () => {
     const store = await postgresTestStore.setup();
     try {
-      const env = { PATH: process.env.PATH ?? '', API_TOKENS: 'plant-store-test-token', ...store.env };
       const runs = await Promise.all(
-        Array.from({ length: INSTANCES }, () =>
-          promisify(execFile)(process.execPath, [MAIN, 'migrate'], { env }),
-        ),
+        Array.from({ length: INSTANCES }, () => runApiCommand(['migrate'], store.env)),
       );
       const applied = runs.flatMap(({ stdout }) => {
         const line = JSON.parse(stdout.trim().split('\n').at(-1)!) as {

@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../src/store/postgres.ts';
 import { StoreUnavailableError } from '../src/store/store.ts';
 import { startApiProcess } from './support/api-process.ts';
 import { errorBody, postPlant, send } from './support/http.ts';
-import { postgresAvailable, postgresTestStore } from './support/stores.ts';
-import { type Mode, startProxy } from './support/tcp-proxy.ts';
+import { postgresAvailable, postgresTestStore, type TestStoreInstance } from './support/stores.ts';
+import { type Mode, type Proxy as TcpProxy, startProxy } from './support/tcp-proxy.ts';
 
 /** The api under test is configured with this bound on every store call. */
 const TIMEOUT_MS = 1_000;
@@ -26,9 +26,19 @@ const target = (databaseUrl: string) => {
 };
 
 describe.skipIf(!postgresAvailable())('PostgreSQL outages', () => {
+  // Each test: a fresh database, and a proxy in front of it that the test can cut off.
+  let store: TestStoreInstance;
+  let proxy: TcpProxy;
+  beforeEach(async () => {
+    store = await postgresTestStore.setup();
+    proxy = await startProxy(target(store.env.DATABASE_URL!));
+  });
+  afterEach(async () => {
+    await proxy.close();
+    await store.teardown();
+  });
+
   it('fails every store call within the timeout while the server is cut off, and recovers without reopening', async () => {
-    const store = await postgresTestStore.setup();
-    const proxy = await startProxy(target(store.env.DATABASE_URL!));
     const plants = await openPostgresStore({
       url: viaProxy(store.env.DATABASE_URL!, proxy.port),
       poolSize: 2,
@@ -55,13 +65,10 @@ describe.skipIf(!postgresAvailable())('PostgreSQL outages', () => {
       expect(await plants.get(1n)).toStrictEqual({ id: 1n, name: 'Fern' });
     } finally {
       await plants.close();
-      await proxy.close();
-      await store.teardown();
     }
   });
 
   it('fails only the calls in flight when the server ends every connection, and holds no call past the timeout', async () => {
-    const store = await postgresTestStore.setup();
     const url = store.env.DATABASE_URL!;
     const database = new URL(url).pathname.slice(1);
     const plants = await openPostgresStore({ url, poolSize: 4, timeoutMs: 500 });
@@ -111,13 +118,10 @@ describe.skipIf(!postgresAvailable())('PostgreSQL outages', () => {
     } finally {
       await other.end();
       await plants.close();
-      await store.teardown();
     }
   });
 
   it('answers 503 with an Error body, fast, while PostgreSQL is down or unreachable, and recovers without a restart', async () => {
-    const store = await postgresTestStore.setup();
-    const proxy = await startProxy(target(store.env.DATABASE_URL!));
     const api = await startApiProcess({
       env: {
         DATABASE_URL: viaProxy(store.env.DATABASE_URL!, proxy.port),
@@ -228,8 +232,6 @@ describe.skipIf(!postgresAvailable())('PostgreSQL outages', () => {
       proxy.setMode('up');
       await api.stop();
       api.cleanup();
-      await proxy.close();
-      await store.teardown();
     }
   });
 });

@@ -1,11 +1,9 @@
-import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newTokenSecret, tokenDigest } from '../src/auth.ts';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { startApiProcess } from './support/api-process.ts';
+import { runApiCommand, startApiProcess } from './support/api-process.ts';
 import { errorBody, send, TOKEN } from './support/http.ts';
 import { type RunningApi, startInProcess } from './support/in-process.ts';
 import {
@@ -16,7 +14,6 @@ import {
 } from './support/stores.ts';
 import { startProxy } from './support/tcp-proxy.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const REFRESH_MS = 200;
 /** Issued tokens are refused after this long without a successful reload (3 missed reloads). */
 const STALE_MS = 3 * REFRESH_MS;
@@ -28,10 +25,7 @@ const REFUSED =
   'tokens could not be reloaded: issued tokens are refused until a reload succeeds (API_TOKENS still work)';
 const ACCEPTED = 'tokens reloaded: issued tokens are accepted again';
 
-const admin = (env: Record<string, string>, ...args: string[]) =>
-  promisify(execFile)(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', API_TOKENS: TOKEN, ...env },
-  });
+const admin = (env: Record<string, string>, ...args: string[]) => runApiCommand(args, env);
 
 const getPlants = (api: RunningApi, secret: string) =>
   send(`${api.url}/plants?limit=1`, { headers: { authorization: `Bearer ${secret}` } });

@@ -5,6 +5,7 @@ import type { AppRouter } from '../src/router.ts';
 import { apiOnStore } from './support/api-on-store.ts';
 import type { RunningApi } from './support/in-process.ts';
 import { postPlant, TOKEN } from './support/http.ts';
+import { EDGE_IDS } from './support/ids.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 function client(url: string, token: string | undefined, batch = true) {
@@ -32,16 +33,15 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
   apiOnStore(testStore, (running) => ({ api, store } = running));
 
   it('creates over tRPC with exact int64 ids, batched and not', async () => {
-    const ids = [-(2n ** 63n), 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n];
     const batched = client(api.url, TOKEN);
     const answers = await Promise.all(
-      ids.map((id) => batched.plants.create.mutate({ id, name: 'Fern', tag: 'herb' })),
+      EDGE_IDS.map((id) => batched.plants.create.mutate({ id, name: 'Fern', tag: 'herb' })),
     );
-    expect(answers).toEqual(ids.map(() => ({ name: 'Fern', tag: 'herb' })));
+    expect(answers).toEqual(EDGE_IDS.map(() => ({ name: 'Fern', tag: 'herb' })));
     expect(await client(api.url, TOKEN, false).plants.create.mutate({ id: 5n, name: 'Moss' })).toEqual({
       name: 'Moss',
     });
-    expect(await store.ids()).toEqual([ids[0], 5n, ...ids.slice(1)]);
+    expect(await store.ids()).toEqual([EDGE_IDS[0], 5n, ...EDGE_IDS.slice(1)]);
   });
 
   it('sees plants created over REST and vice versa (409 / CONFLICT)', async () => {

@@ -21,6 +21,20 @@ afterEach(async () => {
   }
 });
 
+/**
+ * An api that allows one event stream per token, with that one stream open (over REST) and past
+ * its first event, a plant named 'Held' with id 1: the next stream for the token gets 429.
+ */
+async function holdTheOnlyStream() {
+  const api = await start({ env: { EVENT_STREAMS_PER_TOKEN: '1' } });
+  const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
+  const first = new AbortController();
+  const holder = collect(rest.events({ after: 0n, signal: first.signal }), () => first.abort());
+  await rest.createPlant({ id: 1n, name: 'Held' });
+  await holder.until(1);
+  return { api, rest, holder };
+}
+
 const created = (id: bigint, name: string) => ({ type: 'plant.created', plant: { id, name } });
 const deleted = (id: bigint) => ({ type: 'plant.deleted', plant: { id } });
 
@@ -101,12 +115,7 @@ describe('REST client: events', () => {
   );
 
   it('waits as Retry-After says on 429 (too many streams for this token), then connects', async () => {
-    const api = await start({ env: { EVENT_STREAMS_PER_TOKEN: '1' } });
-    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
-    const first = new AbortController();
-    const holder = collect(rest.events({ after: 0n, signal: first.signal }), () => first.abort());
-    await rest.createPlant({ id: 1n, name: 'Held' });
-    await holder.until(1);
+    const { rest, holder } = await holdTheOnlyStream();
     const waits: { status: number; delayMs: number }[] = [];
     const second = new AbortController();
     const waiting = collect(
@@ -215,12 +224,7 @@ describe('tRPC client: plants.events', () => {
   });
 
   it('resubscribes while the token has too many streams open (429), then delivers', async () => {
-    const api = await start({ env: { EVENT_STREAMS_PER_TOKEN: '1' } });
-    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
-    const first = new AbortController();
-    const holder = collect(rest.events({ after: 0n, signal: first.signal }), () => first.abort());
-    await rest.createPlant({ id: 1n, name: 'Held' });
-    await holder.until(1);
+    const { api, holder } = await holdTheOnlyStream();
     const events = subscribe(createTrpcClient({ baseUrl: api.url, token: TOKEN }), { after: 0n });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(events.items).toHaveLength(0);

@@ -4,7 +4,7 @@ import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
 import { parseJson } from '@plant-store/schema';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRestClient } from '../src/index.ts';
-import { portOf } from './support/events.ts';
+import { portOf, waitFor } from './support/events.ts';
 
 const BIN = new URL('../bin/plants.js', import.meta.url).pathname;
 const TOKEN = 'watch-test-token-0123456789';
@@ -45,11 +45,10 @@ function watch(url: string, args: string[]) {
       return stderr;
     },
     async lines(count: number, timeoutMs = 20_000): Promise<string[]> {
-      const deadline = Date.now() + timeoutMs;
-      while (stdout.length < count) {
-        if (Date.now() > deadline) throw new Error(`${stdout.length} of ${count} lines; stderr: ${stderr}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitFor(() => stdout.length >= count, {
+        timeoutMs,
+        failure: () => `${stdout.length} of ${count} lines; stderr: ${stderr}`,
+      });
       return stdout.slice(0, count);
     },
     exited,

@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll } from 'vitest';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
@@ -22,6 +23,17 @@ export type ApiProcess = {
   /** Removes the data directory (after stop/kill). */
   cleanup(): void;
 };
+
+/**
+ * Runs one command of the built api's CLI (`node dist/main.js migrate`, `… token list`) to its end,
+ * as an operator runs it, with `env` over PATH and the test token in API_TOKENS. Resolves with its
+ * stdout and stderr; rejects with them and its exit `code` when it exits non-zero.
+ */
+export function runApiCommand(args: string[], env: Record<string, string> = {}) {
+  return promisify(execFile)(process.execPath, [MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', API_TOKENS: 'plant-store-test-token', ...env },
+  });
+}
 
 /**
  * Starts the built api (`dist/main.js`, as `pnpm start` runs it, with its heap cap) as a real

@@ -38,6 +38,12 @@ export function userEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...inherited, ...env };
 }
 
+/** Where a README line runs (`cwd`, the root by default) and the configuration it is given (`env`). */
+export type ShellOptions = { cwd?: string; env?: Record<string, string> };
+
+/** The child-process options for running a README line as a user would: `cwd`, and `userEnv(env)`. */
+const asUser = ({ cwd = ROOT, env = {} }: ShellOptions) => ({ cwd, env: userEnv(env) });
+
 /** The README's lines of shell, comments and blank lines dropped, from every ```sh block. */
 export function readmeShellLines(root = ROOT): string[] {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -72,15 +78,11 @@ export type ShippedService = {
  */
 export async function startShipped(
   command: string,
-  {
-    cwd = ROOT,
-    env = {},
-    startTimeoutMs = 240_000,
-  }: { cwd?: string; env?: Record<string, string>; startTimeoutMs?: number } = {},
+  options: ShellOptions & { startTimeoutMs?: number } = {},
 ): Promise<ShippedService> {
+  const { env = {}, startTimeoutMs = 240_000 } = options;
   const child = spawn('bash', ['-c', command], {
-    cwd,
-    env: userEnv(env),
+    ...asUser(options),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -151,17 +153,12 @@ export type Run = { code: number; stdout: string; stderr: string };
 /** Runs one README command line to completion through bash. */
 export async function runShipped(
   command: string,
-  {
-    cwd = ROOT,
-    env = {},
-    timeoutMs = 120_000,
-  }: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  options: ShellOptions & { timeoutMs?: number } = {},
 ): Promise<Run> {
   try {
     const { stdout, stderr } = await promisify(execFile)('bash', ['-c', command], {
-      cwd,
-      env: userEnv(env),
-      timeout: timeoutMs,
+      ...asUser(options),
+      timeout: options.timeoutMs ?? 120_000,
       maxBuffer: 16 * 1024 * 1024,
     });
     return { code: 0, stdout, stderr };

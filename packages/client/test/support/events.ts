@@ -4,6 +4,25 @@ import type { PlantEvent } from '@plant-store/schema';
 export const shape = ({ type, plant }: PlantEvent) => ({ type, plant });
 
 /**
+ * Resolves once `ready()` is true, checking every 50 ms (and whenever the `wake` handed to `onWait`
+ * is called); rejects with `failure()` as its message once `timeoutMs` have passed.
+ */
+export async function waitFor(
+  ready: () => boolean,
+  { timeoutMs, failure }: { timeoutMs: number; failure: () => string },
+  onWait?: (wake: () => void) => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(failure());
+    await new Promise<void>((resolve) => {
+      onWait?.(resolve);
+      setTimeout(resolve, 50);
+    });
+  }
+}
+
+/**
  * Collects what an async iterable yields, in the background, until `stop()` (which calls `abort`:
  * a pending `next()` would hold up `return()`); `until(n)` waits for the first `n` (or fails after
  * `timeoutMs`).
@@ -30,15 +49,16 @@ export function collect<T>(iterable: AsyncIterable<T>, abort: () => void) {
       return failure;
     },
     async until(count: number, timeoutMs = 15_000): Promise<T[]> {
-      const deadline = Date.now() + timeoutMs;
-      while (items.length < count) {
-        if (failure !== undefined) throw failure;
-        if (Date.now() > deadline) throw new Error(`${items.length} of ${count} items after ${timeoutMs} ms`);
-        await new Promise<void>((resolve) => {
-          waiter = resolve;
-          setTimeout(resolve, 50);
-        });
-      }
+      await waitFor(
+        () => {
+          if (failure !== undefined) throw failure;
+          return items.length >= count;
+        },
+        { timeoutMs, failure: () => `${items.length} of ${count} items after ${timeoutMs} ms` },
+        (wake) => {
+          waiter = wake;
+        },
+      );
       return items.slice(0, count);
     },
     async stop(): Promise<void> {
