@@ -52,9 +52,9 @@ function openStream(url, token, sampled) {
           reject(new Error(`GET /plants/events answered ${res.statusCode}`));
           return;
         }
-        const stream = { res, sampled, buffered: '', events: 0, open: true };
+        const stream = { res, sampled, buffered: '', tail: EMPTY, events: 0, open: true };
         streams.push(stream);
-        res.setEncoding('utf8');
+        if (sampled) res.setEncoding('utf8');
         let first = true;
         res.on('data', (chunk) => {
           if (first) {
@@ -62,15 +62,7 @@ function openStream(url, token, sampled) {
             resolve(stream);
           }
           if (sampled) readSampled(stream, chunk);
-          else {
-            // Count the events (each has one `id:` line) without parsing them.
-            for (let at = chunk.indexOf('id: '); at !== -1; at = chunk.indexOf('id: ', at + 4)) {
-              if (at === 0 || chunk.charCodeAt(at - 1) === 10) {
-                stream.events++;
-                totalEvents++;
-              }
-            }
-          }
+          else countEvents(stream, chunk);
         });
         res.on('close', () => {
           if (stream.open) cut++;
@@ -81,6 +73,24 @@ function openStream(url, token, sampled) {
     req.on('error', reject);
     req.end();
   });
+}
+
+/** Each event has one `id:` line, after the `\n` ending the frame before it (`retry:` comes first). */
+const ID_LINE = Buffer.from('\nid: ');
+const EMPTY = Buffer.alloc(0);
+
+/** Counts the events in the raw bytes, without decoding them, across chunk boundaries. */
+function countEvents(stream, chunk) {
+  let n = 0;
+  for (let at = chunk.indexOf(ID_LINE); at !== -1; at = chunk.indexOf(ID_LINE, at + ID_LINE.length)) n++;
+  if (stream.tail.length > 0) {
+    // One that straddles the boundary: the last 4 bytes before it and the first 4 after.
+    const joint = Buffer.concat([stream.tail, chunk.subarray(0, ID_LINE.length - 1)]);
+    if (joint.indexOf(ID_LINE) !== -1) n++;
+  }
+  stream.tail = Buffer.from(chunk.subarray(Math.max(0, chunk.length - (ID_LINE.length - 1))));
+  stream.events += n;
+  totalEvents += n;
 }
 
 function readSampled(stream, chunk) {
