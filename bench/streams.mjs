@@ -96,12 +96,11 @@ function countEvents(stream, chunk) {
 function readSampled(stream, chunk) {
   const now = performance.now();
   const wall = wallNow();
-  stream.buffered += chunk;
-  let end = stream.buffered.indexOf('\n\n');
-  while (end !== -1) {
-    const frame = stream.buffered.slice(0, end);
-    stream.buffered = stream.buffered.slice(end + 2);
-    end = stream.buffered.indexOf('\n\n');
+  const text = stream.buffered + chunk;
+  let start = 0;
+  for (let end = text.indexOf('\n\n'); end !== -1; end = text.indexOf('\n\n', start)) {
+    const frame = text.slice(start, end);
+    start = end + 2;
     const dataAt = frame.indexOf('\ndata: ');
     if (!frame.startsWith('id: ') || dataAt === -1) continue;
     stream.events++;
@@ -115,6 +114,7 @@ function readSampled(stream, chunk) {
     paced.arrived.push(now);
     paced.fromCommit.push(wall - Date.parse(event.createdAt));
   }
+  stream.buffered = text.slice(start);
 }
 
 function percentiles(values) {
