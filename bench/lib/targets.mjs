@@ -157,13 +157,21 @@ function eventTargets(e, add) {
       sq.paced,
       EVENT_TARGETS.p99Sqlite,
     );
+    // Only a run in which every stream stayed open and answered measures the fan-out: streams cut
+    // for falling behind stop costing the server anything.
     const r = sq.withVsWithout;
+    const cut = sq.withStreams.streamsCut;
+    const figures = `(${Math.round(sq.withStreams.createsPerSec)} vs ${Math.round(sq.without.createsPerSec)} creates/s)`;
     add(
       `Create throughput with ${n} streams open (each receiving every event) ≥ ${EVENT_TARGETS.throughputRatio}× without`,
       r === null
         ? 'n/a'
-        : `${r}× (${Math.round(sq.withStreams.createsPerSec)} vs ${Math.round(sq.without.createsPerSec)} creates/s)`,
-      r === null ? null : r >= EVENT_TARGETS.throughputRatio,
+        : cut === null
+          ? `${r}× ${figures}, not comparable: the stream reader was too swamped to say how many streams stayed open`
+          : cut > 0
+            ? `${r}× ${figures}, not comparable: ${cut} streams were cut during the run`
+            : `${r}× ${figures}`,
+      r === null ? null : cut === 0 && r >= EVENT_TARGETS.throughputRatio,
     );
   }
   const pg = e.postgres;
@@ -182,7 +190,7 @@ function eventTargets(e, add) {
     );
     const cut = runs.reduce((m, x) => m + x.paced.streamsCut + (x.withStreams?.streamsCut ?? 0), 0);
     add(
-      'Every paced create delivered to every open stream, no stream cut (check)',
+      'Every paced create delivered to every open stream within 5 s of the last one, no stream cut (check)',
       `${missing} deliveries missing, ${cut} streams cut`,
       missing === 0 && cut === 0,
     );
