@@ -1,7 +1,7 @@
 // `pnpm bench`: the api side by side with the baseline (bench/baseline.mjs), plus growth, soak and
 // cold-start benches. See bench/README.md for what each measures and the environment knobs.
 //
-//   node bench/run.mjs [compare|growth|soak|cold|all]…   (default: all; build the api first)
+//   node bench/run.mjs [compare|backlog|events|growth|soak|cold|profile|all]…   (default: all; build the api first)
 //
 // Each command is a module in scenarios/; this entry reads the settings, runs the commands asked
 // for in a fixed order, and writes the report (bench/results/latest.json and .md).
@@ -25,13 +25,14 @@ import { targets } from './lib/targets.mjs';
 import { checkSuperjsonFormat } from './lib/workload.mjs';
 import { backlog } from './scenarios/backlog.mjs';
 import { cold } from './scenarios/cold.mjs';
+import { events } from './scenarios/events.mjs';
 import { compare, resolveScenarios } from './scenarios/compare.mjs';
 import { growth } from './scenarios/growth.mjs';
 import { profile } from './scenarios/profile.mjs';
 import { soak } from './scenarios/soak.mjs';
 
 /** The commands, in the order they run whatever order they are given in. */
-const BENCHES = { compare, backlog, growth, soak, cold, profile };
+const BENCHES = { compare, backlog, events, growth, soak, cold, profile };
 
 async function main() {
   let commands;
@@ -102,6 +103,10 @@ async function main() {
       growthSizes: settings.growthSizes,
       soakSeconds: settings.soakSeconds,
       backlogSeconds: settings.backlogSeconds,
+      eventStreams: settings.eventStreams,
+      eventRate: settings.eventRate,
+      eventSeconds: settings.eventSeconds,
+      eventSample: settings.eventSample,
       profileSeconds: settings.profileSeconds,
       coldRuns: settings.coldRuns,
       apiLog: settings.apiLog,
@@ -125,6 +130,7 @@ async function main() {
     Object.values(results.growth?.summary ?? {}).some((s) => s.failed > 0) ||
     Boolean(results.soak?.error) ||
     Boolean(results.backlog?.error) ||
+    Boolean(results.events?.sqlite?.error || results.events?.postgres?.error) ||
     (results.cold?.failures.length ?? 0) > 0;
   const targetFailed = report.targets.some((t) => t.result === 'FAIL');
   process.exitCode = harnessFailed || (settings.strict && targetFailed) ? 1 : 0;

@@ -147,6 +147,9 @@ export function renderMarkdown(report) {
     out.push('');
   }
 
+  const e = report.events;
+  if (e) out.push(...renderEvents(e));
+
   const g = report.growth;
   if (g) {
     out.push(
@@ -283,8 +286,88 @@ export function renderMarkdown(report) {
     out.push('');
   }
   out.push(
-    'Reproduce: `pnpm bench` (all) or `node bench/run.mjs compare|backlog|growth|soak|cold|profile` after `pnpm --filter @plant-store/api build`; knobs in bench/README.md.',
+    'Reproduce: `pnpm bench` (all) or `node bench/run.mjs compare|backlog|events|growth|soak|cold|profile` after `pnpm --filter @plant-store/api build`; knobs in bench/README.md.',
     '',
   );
   return out.join('\n');
+}
+
+function renderEvents(e) {
+  const out = [];
+  const n = e.streams.toLocaleString('en-US');
+  out.push(
+    `## Event streams: ${n} open \`GET /plants/events\` streams, ${e.rate.toLocaleString('en-US')} creates/s for ${e.seconds} s`,
+    '',
+    `The api with EVENT_STREAMS_PER_TOKEN=${e.limits.EVENT_STREAMS_PER_TOKEN} and EVENT_STREAMS_MAX=${e.limits.EVENT_STREAMS_MAX} (the defaults, 100 and 2,000, would refuse one token ${n} streams). ` +
+      'The streams are read by bench/streams.mjs on the load core, which also sends the creates, open loop, at the fixed rate. ' +
+      `Latency is timed on every ${e.sampleEvery}th stream (the others only count their events): delivery − the create's send time (judged: an upper bound on commit-to-delivery), ` +
+      "delivery − the create's 200 at the client (negative: the event came first), and delivery − the event's createdAt (server clock, ms precision).",
+    '',
+  );
+  const rows = [];
+  const latencyRow = (label, x) => {
+    if (!x) return;
+    if (x.error) {
+      rows.push([label, 'failed', '', '', '', '', '', '', String(x.error).slice(0, 120)]);
+      return;
+    }
+    const p = x.paced;
+    const l = (k) => (p[k] ? `${ms(p[k].p50)} / ${ms(p[k].p99)} / ${ms(p[k].max)}` : 'n/a');
+    rows.push([
+      label,
+      `${num(p.achievedRate)} (${num(p.ok)} ok, ${num(p.other + p.errors)} not)`,
+      l('latencyFromSend'),
+      l('latencyFromAnswer'),
+      l('latencyFromCommit'),
+      `${num(p.eventsReceived)} / ${num(p.eventsExpected)}`,
+      num(p.streamsCut),
+      `${num(x.rssBeforeMb)} → ${num(x.rssIdleMb)} (+${num(x.addedRssMb)})`,
+      pct(p.workerCpu),
+    ]);
+  };
+  latencyRow('SQLite, one instance', e.sqlite);
+  latencyRow('PostgreSQL, creates to A, streams on B', e.postgres);
+  out.push(
+    table(
+      [
+        'setup',
+        'creates/s sent',
+        'from send p50 / p99 / max ms',
+        'from the 200 p50 / p99 / max ms',
+        'from createdAt p50 / p99 / max ms',
+        'events delivered / expected',
+        'streams cut',
+        'RSS MiB before → idle streams',
+        'worker CPU',
+      ],
+      rows,
+    ),
+  );
+  out.push('');
+  const sq = e.sqlite;
+  if (sq && !sq.error) {
+    out.push(
+      `Create throughput (SQLite, autocannon as in the side-by-side runs), with no stream open and then with the ${n} streams open, each receiving every create's event:`,
+      '',
+      table(
+        ['streams open', 'creates/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'load CPU'],
+        [
+          ['none', sq.without],
+          [`${n}`, sq.withStreams],
+        ].map(([label, t]) => [
+          label,
+          int(t.createsPerSec),
+          ms(t.p50),
+          ms(t.p99),
+          num(t.non2xx),
+          num(t.errors),
+          pct(t.loadCpu),
+        ]),
+      ),
+      '',
+      `With ÷ without: ${x(sq.withVsWithout)}.`,
+      '',
+    );
+  }
+  return out;
 }

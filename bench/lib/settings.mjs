@@ -4,14 +4,17 @@
 import { resolve } from 'node:path';
 import { ROOT } from './system.mjs';
 
-export const COMMANDS = ['compare', 'backlog', 'growth', 'soak', 'cold', 'profile'];
-const HELP = `usage: node bench/run.mjs [compare|backlog|growth|soak|cold|profile|all]...   (default: all)
+export const COMMANDS = ['compare', 'backlog', 'events', 'growth', 'soak', 'cold', 'profile'];
+const HELP = `usage: node bench/run.mjs [compare|backlog|events|growth|soak|cold|profile|all]...   (default: all)
 
   compare  the api beside its baselines, interleaved, BENCH_RUNS runs each: creates over REST, tRPC
            (one call, batched), REST with one webhook subscriber, GET /plants/{id} and
            GET /plants?limit=100 against bare node:http + SQLite servers, and, with PostgreSQL,
            REST creates against a hand-written node:http + pg server
   backlog  BENCH_BACKLOG_SECONDS of REST creates with one webhook subscriber: the outbox backlog
+  events   the live event streams (GET /plants/events): added RSS with BENCH_EVENT_STREAMS open,
+           commit-to-delivery latency at BENCH_EVENT_RATE creates/s (SQLite; PostgreSQL across two
+           instances), create throughput with the streams open vs none
   growth   REST create throughput/latency with BENCH_GROWTH_SIZES plants already stored
   soak     BENCH_SOAK_SECONDS of REST creates, server RSS every second, the plateau rule
   cold     spawn to first 200 on POST /plants, median of BENCH_COLD_RUNS
@@ -20,6 +23,7 @@ const HELP = `usage: node bench/run.mjs [compare|backlog|growth|soak|cold|profil
 Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=5 BENCH_CONNECTIONS=50
   BENCH_BATCH=10 BENCH_SCENARIOS=<all> BENCH_DATABASE_URL=<local server if it answers>|none
   BENCH_BACKLOG_SECONDS=60 BENCH_PROFILE_SECONDS=5 BENCH_PROFILE_SCENARIOS=<every api scenario>
+  BENCH_EVENT_STREAMS=1000 BENCH_EVENT_RATE=1000 BENCH_EVENT_SECONDS=10 BENCH_EVENT_SAMPLE=10
   BENCH_GROWTH_SIZES=0,100k,1M BENCH_GROWTH_IDS=scattered BENCH_IDS=seq BENCH_SOAK_SECONDS=300
   BENCH_SOAK_MAX_SLOPE=2 (MB/min) BENCH_COLD_RUNS=5 BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 BENCH_PIN=1
   BENCH_TMPDIR=<os tmpdir> BENCH_API_LOG=file|null BENCH_OUT=bench/results/latest BENCH_KEEP=0
@@ -79,6 +83,11 @@ export function readSettings() {
     databaseUrl,
     backlogSeconds: intEnv('BENCH_BACKLOG_SECONDS', 60, 5),
     profileSeconds: intEnv('BENCH_PROFILE_SECONDS', 5, 1),
+    eventStreams: intEnv('BENCH_EVENT_STREAMS', 1000, 1),
+    eventRate: intEnv('BENCH_EVENT_RATE', 1000, 1),
+    eventSeconds: intEnv('BENCH_EVENT_SECONDS', 10, 1),
+    /** Every n-th stream parses its events and times them; the others only count them. */
+    eventSample: intEnv('BENCH_EVENT_SAMPLE', 10, 1),
     growthSizes: [...new Set(sizes)].sort((a, b) => a - b),
     growthIds: oneOf('BENCH_GROWTH_IDS', 'scattered', ['seq', 'scattered']),
     ids: oneOf('BENCH_IDS', 'seq', ['seq', 'scattered']),

@@ -26,6 +26,7 @@ export const BASELINE = join(ROOT, 'bench/baseline.mjs');
 export const BASELINE_PG = join(ROOT, 'bench/baseline-pg.mjs');
 export const RECEIVER = join(ROOT, 'bench/receiver.mjs');
 export const LOAD = join(ROOT, 'bench/load.mjs');
+export const STREAMS = join(ROOT, 'bench/streams.mjs');
 export const HOST = '127.0.0.1';
 
 // ---------------------------------------------------------------------------------------------
@@ -338,6 +339,65 @@ export function runLoad(config, { onMeasuring } = {}) {
       else reject(new Error(`load generator exited (${code ?? signal}): ${stderr.trim()}`));
     });
   });
+}
+
+/**
+ * Starts bench/streams.mjs (open SSE streams, paced creates) pinned to the load core. `ask(message)`
+ * sends one command and resolves with its answer (rejects on an error answer, an exit, or after
+ * `timeoutMs`); `stop()` ends it.
+ */
+export function startStreamsWorker() {
+  const child = spawnNode(pinning.loadCpu, [STREAMS], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT });
+  let buffered = '';
+  let stderr = '';
+  let waiting;
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    let newline = buffered.indexOf('\n');
+    while (newline !== -1) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf('\n');
+      if (line.trim() === '') continue;
+      const answer = JSON.parse(line);
+      const settle = waiting;
+      waiting = undefined;
+      if (answer.event === 'error') settle?.reject(new Error(`streams worker: ${answer.message}`));
+      else settle?.resolve(answer);
+    }
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  child.once('exit', (code, signal) => {
+    waiting?.reject(new Error(`streams worker exited (${code ?? signal}): ${stderr.trim()}`));
+    waiting = undefined;
+  });
+  return {
+    pid: child.pid,
+    ask(message, timeoutMs = 120_000) {
+      return new Promise((resolveAnswer, reject) => {
+        const timer = setTimeout(() => {
+          waiting = undefined;
+          reject(new Error(`streams worker: no answer to ${message.cmd} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiting = {
+          resolve: (answer) => {
+            clearTimeout(timer);
+            resolveAnswer(answer);
+          },
+          reject: (error) => {
+            clearTimeout(timer);
+            reject(error);
+          },
+        };
+        child.stdin.write(`${JSON.stringify(message)}\n`);
+      });
+    },
+    stop() {
+      child.kill('SIGKILL');
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

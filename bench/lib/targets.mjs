@@ -94,6 +94,8 @@ export function targets(results, settings) {
       b.error ? false : b.backlogSeconds !== null && b.backlogSeconds < 5,
     );
   }
+  const e = results.events;
+  if (e) eventTargets(e, add);
   const s = results.soak;
   if (s) {
     add(
@@ -130,4 +132,78 @@ export function targets(results, settings) {
     );
   }
   return list;
+}
+
+/** Issue 14's targets for the live event streams (`events`). */
+export const EVENT_TARGETS = { addedRssMb: 60, p99Sqlite: 50, p99Postgres: 250, throughputRatio: 0.9 };
+
+function eventTargets(e, add) {
+  const n = e.streams.toLocaleString('en-US');
+  const rate = e.rate.toLocaleString('en-US');
+  const by = (figure, limit, unit) => {
+    const d = Math.round((figure - limit) * 100) / 100;
+    return d > 0 ? ` (${d} ${unit} over)` : ` (${-d} ${unit} under the limit)`;
+  };
+  const sq = e.sqlite;
+  if (sq?.error) add(`Event streams on SQLite (${n} streams)`, 'failed', false);
+  else if (sq) {
+    add(
+      `${n} open idle event streams, one instance: added server RSS ≤ ${EVENT_TARGETS.addedRssMb} MiB`,
+      `${sq.addedRssMb} MiB (${sq.rssBeforeMb} → ${sq.rssIdleMb})${by(sq.addedRssMb, EVENT_TARGETS.addedRssMb, 'MiB')}`,
+      sq.addedRssMb <= EVENT_TARGETS.addedRssMb,
+    );
+    latency(
+      `${rate} creates/s, ${n} streams, SQLite: create-sent-to-delivered p99 ≤ ${EVENT_TARGETS.p99Sqlite} ms`,
+      sq.paced,
+      EVENT_TARGETS.p99Sqlite,
+    );
+    // Only a run in which every stream stayed open and answered measures the fan-out: streams cut
+    // for falling behind stop costing the server anything.
+    const r = sq.withVsWithout;
+    const cut = sq.withStreams.streamsCut;
+    const figures = `(${Math.round(sq.withStreams.createsPerSec)} vs ${Math.round(sq.without.createsPerSec)} creates/s)`;
+    add(
+      `Create throughput with ${n} streams open (each receiving every event) ≥ ${EVENT_TARGETS.throughputRatio}× without`,
+      r === null
+        ? 'n/a'
+        : cut === null
+          ? `${r}× ${figures}, not comparable: the stream reader was too swamped to say how many streams stayed open`
+          : cut > 0
+            ? `${r}× ${figures}, not comparable: ${cut} streams were cut during the run`
+            : `${r}× ${figures}`,
+      r === null ? null : cut === 0 && r >= EVENT_TARGETS.throughputRatio,
+    );
+  }
+  const pg = e.postgres;
+  if (pg?.error) add('Event streams across PostgreSQL instances', 'failed', false);
+  else if (pg)
+    latency(
+      `${rate} creates/s to instance A, ${n} streams on instance B, PostgreSQL: create-sent-to-delivered p99 ≤ ${EVENT_TARGETS.p99Postgres} ms`,
+      pg.paced,
+      EVENT_TARGETS.p99Postgres,
+    );
+  const runs = [sq, pg].filter((x) => x && !x.error);
+  if (runs.length > 0) {
+    const missing = runs.reduce(
+      (m, x) => m + Math.max(0, x.paced.eventsExpected - x.paced.eventsReceived),
+      0,
+    );
+    const cut = runs.reduce((m, x) => m + x.paced.streamsCut + (x.withStreams?.streamsCut ?? 0), 0);
+    add(
+      'Every paced create delivered to every open stream within 5 s of the last one, no stream cut (check)',
+      `${missing} deliveries missing, ${cut} streams cut`,
+      missing === 0 && cut === 0,
+    );
+  }
+
+  function latency(target, paced, limit) {
+    const p99 = paced.latencyFromSend?.p99;
+    add(
+      target,
+      typeof p99 === 'number'
+        ? `p99 ${p99} ms${by(p99, limit, 'ms')}; p50 ${paced.latencyFromSend.p50} ms; at ${paced.achievedRate}/s sent`
+        : 'no event timed',
+      typeof p99 === 'number' ? p99 <= limit : false,
+    );
+  }
 }

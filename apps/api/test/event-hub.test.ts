@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createEventHub, type EventHub } from '../src/events/hub.ts';
 import { openStore } from '../src/store/open-store.ts';
@@ -94,6 +94,32 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     await store.create({ id: 4n, name: 'Fern' });
     expect((await take(resumed, 1))[0]).toMatchObject({ id: last!.id + 1n, plant: { id: 4n } });
     await resumed.return?.(undefined);
+  });
+
+  it('drains the live events waiting for a stream, in order, and its iterator goes on after them', async () => {
+    await store.create({ id: 1n, name: 'Fern' });
+    const stream = await hub.open({ tokenName: 'tester', after: 0n });
+    // Reading its backlog from the log: nothing waits in the hub for it yet.
+    expect(stream.drain()).toStrictEqual([]);
+    const iterator = stream[Symbol.asyncIterator]();
+    expect((await take(iterator, 1)).map((event) => event.plant.id)).toStrictEqual([1n]);
+    const second = take(iterator, 1);
+    await store.create({ id: 2n, name: 'Fern' });
+    expect((await second).map((event) => event.plant.id)).toStrictEqual([2n]);
+    // Live now: three more commit while the consumer is busy; one drain takes all of them.
+    for (let id = 3n; id <= 5n; id++) await store.create({ id, name: 'Fern' });
+    const drained: StoredEvent[] = [];
+    await vi.waitFor(() => {
+      drained.push(...stream.drain());
+      expect(drained).toHaveLength(3);
+    });
+    expect(drained.map((event) => event.plant.id)).toStrictEqual([3n, 4n, 5n]);
+    expect(stream.drain()).toStrictEqual([]);
+    const next = take(iterator, 1);
+    await store.create({ id: 6n, name: 'Fern' });
+    expect((await next).map((event) => event.plant.id)).toStrictEqual([6n]);
+    await iterator.return?.(undefined);
+    expect(stream.drain()).toStrictEqual([]);
   });
 
   it('ends every stream on close and refuses new ones', async () => {

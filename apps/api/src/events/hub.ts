@@ -26,6 +26,12 @@ export type EventStream = AsyncIterable<StoredEvent> & {
   close(): void;
   /** Resolves with why the stream ended. */
   readonly ended: Promise<StreamEnd>;
+  /**
+   * Takes the live events already waiting for this stream, in order, as if the iterator had
+   * yielded them (it goes on after the last one). Lets a writer send what piled up while it was
+   * busy as one write. Empty while the stream reads its backlog or when nothing is waiting.
+   */
+  drain(): StoredEvent[];
 };
 
 export type EventHub = {
@@ -186,6 +192,12 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     return {
       ended,
       close: () => subscriber.end('closed'),
+      drain() {
+        if (subscriber.done || subscriber.queue.length === 0) return [];
+        const waiting = subscriber.queue;
+        subscriber.queue = [];
+        return waiting;
+      },
       [Symbol.asyncIterator]: () => iterate(subscriber),
     };
   }

@@ -3,6 +3,7 @@ import { stringifyJson } from '@plant-store/schema';
 import type { Context } from 'koa';
 import type { EventStream } from '../events/hub.ts';
 import { toPlantEvent } from '../operations/events.ts';
+import type { StoredEvent } from '../store/store.ts';
 
 /** What EventSource waits before reconnecting after the stream ends (the `retry:` field). */
 const RECONNECT_MS = 1_000;
@@ -42,8 +43,25 @@ async function* frames(stream: EventStream, heartbeatMs: number): AsyncGenerator
       continue;
     }
     if (result.done) return;
-    const event = result.value;
-    yield `id: ${event.id}\nevent: ${event.type}\ndata: ${stringifyJson(toPlantEvent(event))}\n\n`;
+    // This event and every one that piled up behind it, in one write.
+    let text = frame(result.value);
+    for (const event of stream.drain()) text += frame(event);
+    yield text;
     next = events.next();
   }
+}
+
+/**
+ * Each event's frame, written once per instance however many streams send it: the hub hands every
+ * live stream the same event object.
+ */
+const framed = new WeakMap<StoredEvent, string>();
+
+function frame(event: StoredEvent): string {
+  let text = framed.get(event);
+  if (text === undefined) {
+    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${stringifyJson(toPlantEvent(event))}\n\n`;
+    framed.set(event, text);
+  }
+  return text;
 }

@@ -1,0 +1,227 @@
+// `events`: the live event streams (`GET /plants/events`, issue 14), on the api as `pnpm start`
+// runs it, with the per-token stream limit raised (EVENT_STREAMS_PER_TOKEN, default 100) so one
+// bench token may hold BENCH_EVENT_STREAMS (1,000) streams. The streams are held and read by
+// bench/streams.mjs, a worker on the load core; see that file for how latency is taken.
+//
+// SQLite, one instance, in this order:
+//   1. create throughput with no stream open (autocannon, BENCH_CONNECTIONS, like `compare`);
+//   2. server RSS, then 1,000 streams opened and left idle 2 s, RSS again: the added RSS;
+//   3. BENCH_EVENT_RATE (1,000) creates/s, open loop, for BENCH_EVENT_SECONDS with the streams
+//      open: commit-to-delivery latency on every BENCH_EVENT_SAMPLE-th stream;
+//   4. create throughput again with the streams open (and receiving every create's event).
+// PostgreSQL (when there is one): two instances on one fresh database, the streams on B, the paced
+//   creates sent to A: the latency across instances.
+
+import { round1, round2 } from '../lib/format.mjs';
+import { startServer } from '../lib/measure.mjs';
+import { freshPostgres } from '../lib/postgres.mjs';
+import { progress, TOKEN, warn } from '../lib/session.mjs';
+import { ratio } from '../lib/stats.mjs';
+import {
+  makeTempDir,
+  processStats,
+  removeTempDir,
+  runLoad,
+  sampleMemory,
+  send,
+  sleep,
+  startStreamsWorker,
+} from '../lib/system.mjs';
+import { buildRequest } from '../lib/workload.mjs';
+
+/** Id ranges of each phase (seq ids), far apart so no two phases collide. */
+const IDS = { check: 1, without: 1_000_000_000, paced: 2_000_000_000, with: 3_000_000_000 };
+
+/** The api's environment: room for the bench's streams on one token and one instance. */
+function streamLimits(settings) {
+  const room = String(Math.max(2_000, settings.eventStreams));
+  return { EVENT_STREAMS_PER_TOKEN: room, EVENT_STREAMS_MAX: room };
+}
+
+async function checkCreate(server, id) {
+  const answer = await send(server.url, {
+    ...buildRequest('rest', [String(id)]),
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+  });
+  if (answer.status !== 200)
+    throw new Error(`check create: HTTP ${answer.status}: ${answer.text.slice(0, 200)}`);
+}
+
+function throughput(settings, server, idStart) {
+  return runLoad({
+    url: server.url,
+    token: TOKEN,
+    scenario: 'rest',
+    connections: settings.connections,
+    duration: settings.duration,
+    warmup: settings.warmup,
+    idMode: 'seq',
+    idStart,
+    batch: settings.batch,
+  });
+}
+
+const throughputFigures = (run) => ({
+  createsPerSec: round1(run.createsPerSec),
+  p50: run.latency.p50,
+  p99: run.latency.p99,
+  non2xx: run.non2xx,
+  errors: run.errors + run.timeouts,
+  loadCpu: run.loadCpu,
+});
+
+const rssMb = (pid) => round1((processStats(pid)?.rssKb ?? Number.NaN) / 1024);
+
+async function openStreams(settings, worker, server) {
+  const opened = await worker.ask({
+    cmd: 'open',
+    url: server.url,
+    token: TOKEN,
+    streams: settings.eventStreams,
+    sampleEvery: settings.eventSample,
+  });
+  if (opened.streams !== settings.eventStreams)
+    throw new Error(`opened ${opened.streams} of ${settings.eventStreams} streams`);
+  return opened;
+}
+
+function pace(settings, worker, server, idStart) {
+  return worker.ask(
+    {
+      cmd: 'pace',
+      url: server.url,
+      token: TOKEN,
+      rate: settings.eventRate,
+      seconds: settings.eventSeconds,
+      idStart,
+    },
+    (settings.eventSeconds + 60) * 1000,
+  );
+}
+
+function describePaced(p) {
+  const l = p.latencyFromSend;
+  return (
+    `${p.sent} creates at ${p.achievedRate}/s (${p.ok} ok, ${p.other} other, ${p.errors} errors), ` +
+    `${p.eventsReceived} of ${p.eventsExpected} events delivered, ${p.streamsCut} streams cut, ` +
+    `latency from send p50 ${l?.p50} p99 ${l?.p99} max ${l?.max} ms (from commit p99 ${p.latencyFromCommit?.p99} ms), ` +
+    `worker CPU ${Math.round(p.workerCpu * 100)}%`
+  );
+}
+
+async function sqlitePart(settings) {
+  const dir = makeTempDir('events', settings.tmpBase);
+  const server = await startServer(settings, 'api', { dir, env: streamLimits(settings) });
+  let worker;
+  try {
+    await server.ready();
+    await checkCreate(server, IDS.check);
+    progress(`[events] SQLite: create throughput, no stream open …`);
+    const without = await throughput(settings, server, IDS.without);
+    progress(`[events] SQLite: ${Math.round(without.createsPerSec)} creates/s without streams`);
+    await sleep(1000);
+    const rssBeforeMb = rssMb(server.pid);
+    worker = startStreamsWorker();
+    const opened = await openStreams(settings, worker, server);
+    await sleep(2000);
+    const rssIdleMb = rssMb(server.pid);
+    progress(
+      `[events] SQLite: ${opened.streams} streams open in ${opened.ms} ms; RSS ${rssBeforeMb} → ${rssIdleMb} MiB`,
+    );
+    progress(`[events] SQLite: ${settings.eventRate} creates/s for ${settings.eventSeconds} s …`);
+    const memory = sampleMemory(server.pid, 250);
+    const paced = await pace(settings, worker, server, IDS.paced);
+    const { peakKb } = memory.stop();
+    progress(`[events] SQLite: ${describePaced(paced)}`);
+    progress(`[events] SQLite: create throughput with the streams open …`);
+    const withStreams = await throughput(settings, server, IDS.with);
+    // A reader swamped by the fan-out may not answer; the figures above stand without it.
+    const counts = await worker.ask({ cmd: 'counts' }, 30_000).catch((error) => {
+      warn(`events: ${error.message}`);
+      return { open: null, cut: null };
+    });
+    progress(
+      `[events] SQLite: ${Math.round(withStreams.createsPerSec)} creates/s with the streams open; ${counts.open} streams still open, ${counts.cut} cut`,
+    );
+    if (counts.cut > 0)
+      warn(
+        `events: ${counts.cut} of ${settings.eventStreams} streams were cut by the server (too far behind: EVENT_STREAM_BUFFER)`,
+      );
+    return {
+      rssBeforeMb,
+      rssIdleMb,
+      addedRssMb: round1(rssIdleMb - rssBeforeMb),
+      openMs: opened.ms,
+      paced: { ...paced, peakRssMb: round1(peakKb / 1024) },
+      without: throughputFigures(without),
+      withStreams: { ...throughputFigures(withStreams), streamsCut: counts.cut },
+      withVsWithout: round2(ratio(withStreams.createsPerSec, without.createsPerSec)),
+    };
+  } finally {
+    worker?.stop();
+    await server.stop();
+    removeTempDir(dir);
+  }
+}
+
+async function postgresPart(settings) {
+  const pg = await freshPostgres(settings.databaseUrl, 'events');
+  const dirA = makeTempDir('events-pg-a', settings.tmpBase);
+  const dirB = makeTempDir('events-pg-b', settings.tmpBase);
+  let worker;
+  let a;
+  let b;
+  try {
+    // A migrates the fresh database first; then B starts on it.
+    a = await startServer(settings, 'api', { dir: dirA, databaseUrl: pg.url, env: streamLimits(settings) });
+    await a.ready();
+    b = await startServer(settings, 'api', { dir: dirB, databaseUrl: pg.url, env: streamLimits(settings) });
+    await b.ready();
+    await checkCreate(a, IDS.check);
+    const rssBeforeMb = rssMb(b.pid);
+    worker = startStreamsWorker();
+    const opened = await openStreams(settings, worker, b);
+    await sleep(2000);
+    const rssIdleMb = rssMb(b.pid);
+    progress(
+      `[events] PostgreSQL: ${opened.streams} streams open on instance B; ${settings.eventRate} creates/s to A for ${settings.eventSeconds} s …`,
+    );
+    const paced = await pace(settings, worker, a, IDS.paced);
+    progress(`[events] PostgreSQL: ${describePaced(paced)}`);
+    return { rssBeforeMb, rssIdleMb, addedRssMb: round1(rssIdleMb - rssBeforeMb), paced };
+  } finally {
+    worker?.stop();
+    await b?.stop();
+    await a?.stop();
+    await pg.drop();
+    removeTempDir(dirA);
+    removeTempDir(dirB);
+  }
+}
+
+export async function events(settings) {
+  const result = {
+    streams: settings.eventStreams,
+    rate: settings.eventRate,
+    seconds: settings.eventSeconds,
+    sampleEvery: settings.eventSample,
+    limits: streamLimits(settings),
+  };
+  try {
+    result.sqlite = await sqlitePart(settings);
+  } catch (error) {
+    progress(`[events] SQLite FAILED: ${error.message}`);
+    warn(`events (SQLite): ${error.message}`);
+    result.sqlite = { error: error.message };
+  }
+  if (settings.databaseUrl) {
+    try {
+      result.postgres = await postgresPart(settings);
+    } catch (error) {
+      progress(`[events] PostgreSQL FAILED: ${error.message}`);
+      warn(`events (PostgreSQL): ${error.message}`);
+      result.postgres = { error: error.message };
+    }
+  }
+  return result;
+}
