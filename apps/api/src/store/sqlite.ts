@@ -294,8 +294,9 @@ function writer(db: Database.Database): (write: Write) => unknown {
       SELECT id FROM webhook_deliveries WHERE status = 'delivered' AND updated_at < @before
       ORDER BY updated_at LIMIT @limit
     )`);
+  // The ids as one JSON array: one statement however many.
   const delivered = db.prepare(
-    "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id = ? AND status = 'pending'",
+    "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'pending'",
   );
   const release = db.prepare<{ id: string; attempts: number; now: number }>(`
     UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = @now, updated_at = @now
@@ -333,7 +334,7 @@ function writer(db: Database.Database): (write: Write) => unknown {
     }
     if ('prune' in write)
       return prune.run({ before: now - write.prune.olderThanMs, limit: write.prune.limit }).changes;
-    if ('delivered' in write) for (const id of write.delivered) delivered.run(now, id);
+    if ('delivered' in write) delivered.run(now, JSON.stringify(write.delivered));
     else if ('release' in write)
       for (const { id, attempts } of write.release) release.run({ id, attempts, now });
     else if ('retry' in write) retry.run(now + write.retry.delayMs, write.retry.error, now, write.retry.id);

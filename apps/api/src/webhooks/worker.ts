@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { Webhook } from 'standardwebhooks';
 import { describeCauses } from '../causes.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Delivery, DeliveryOutbox } from '../store/store.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
-import { redactUrl, sendDelivery } from './send.ts';
+import { redactUrl, sendDelivery, webhookSigner } from './send.ts';
 
 export type DeliveryWorker = {
   /**
@@ -75,7 +74,7 @@ type Subscriber = {
  * `retentionMs`, in batches.
  */
 export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWorkerOptions): DeliveryWorker {
-  const webhook = new Webhook(config.secret);
+  const sign = webhookSigner(config.secret);
   const stopping = new AbortController();
   const abandon = new AbortController();
   /** Attempts, and writes of outcomes and releases, still running. */
@@ -155,7 +154,7 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     to.inFlight += 1;
     const started = performance.now();
     const outcome = await sendDelivery(delivery, {
-      webhook,
+      sign,
       timeoutMs: config.timeoutMs,
       abort: abandon.signal,
     });
