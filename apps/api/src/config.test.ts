@@ -24,7 +24,7 @@ describe('loadConfig: webhooks', () => {
       backoffMaxMs: 3_600_000,
       pollIntervalMs: 1_000,
       leaseMs: 60_000,
-      concurrency: 8,
+      concurrency: 32,
       breaker: { failures: 5, cooldownMs: 30_000 },
       retentionMs: 86_400_000,
     });

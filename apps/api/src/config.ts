@@ -79,7 +79,7 @@ const EnvSchema = z.object({
   WEBHOOK_BACKOFF_MAX_MS: z.coerce.number().int().min(1).max(86_400_000).default(3_600_000),
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(600_000).default(1_000),
   WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(3_600_000).default(60_000),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(8),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(32),
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
   WEBHOOK_RETENTION_MS: z.coerce.number().int().min(0).max(31_536_000_000).default(86_400_000),

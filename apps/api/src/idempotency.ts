@@ -71,13 +71,9 @@ export const IdempotencyKeyHeaders = z.object({
 
 /** The response header of a replayed answer, as the OpenAPI document declares it. */
 export const ReplayedHeaders = z.object({
-  'Idempotent-Replayed': z
-    .literal('true')
-    .optional()
-    .meta({
-      description:
-        'Present when this is the stored answer to an earlier request with the same Idempotency-Key',
-    }),
+  'Idempotent-Replayed': z.literal('true').optional().meta({
+    description: 'Present when this is the stored answer to an earlier request with the same Idempotency-Key',
+  }),
 });
 
 /** What a keyed operation resolves to: its output, or the stored answer of an earlier request. */

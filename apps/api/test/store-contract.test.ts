@@ -418,7 +418,7 @@ describe.each(testStores())('the $name store', (testStore) => {
       const [a] = await claimA(store);
       // Leased (not due) is still pending.
       expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([A, B]);
-      await store.deliveries.markDelivered(a!.id);
+      await store.deliveries.markDelivered([a!.id]);
       const [b] = await claimB(store);
       await store.deliveries.markFailed(b!.id, 'HTTP 500');
       expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([]);
@@ -461,7 +461,7 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(await create({ id: 3n, name: 'Ivy' })).toBe(true);
       const [a] = await claimA(store);
       const [b] = await claimB(store);
-      await store.deliveries.markDelivered(a!.id);
+      await store.deliveries.markDelivered([a!.id]);
       await store.deliveries.retry(b!.id, { delayMs: 300, error: 'HTTP 500' });
       expect(await claimB(store)).toStrictEqual([]);
       await sleep(400);
@@ -476,17 +476,59 @@ describe.each(testStores())('the $name store', (testStore) => {
       ]);
       // Late outcomes (from a worker whose lease ran out) change nothing once settled.
       await store.deliveries.retry(a!.id, { delayMs: 0, error: 'late' });
-      await store.deliveries.markDelivered(b!.id);
+      await store.deliveries.markDelivered([b!.id]);
       expect([...(await claimA(store)), ...(await claimB(store))]).toStrictEqual([]);
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 0, delivered: 1, failed: 1 });
       expect(await store.deliveries.listFailed({ limit: 10 })).toStrictEqual(failed);
+    });
+
+    it('marks many deliveries delivered in one call, and none that is no longer pending', async () => {
+      await Promise.all(Array.from({ length: 4 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
+      const [first, second, third, fourth] = await claimA(store);
+      await store.deliveries.markFailed(fourth!.id, 'HTTP 500');
+      await store.deliveries.markDelivered([first!.id, second!.id, fourth!.id, 'msg_unknown']);
+      await store.deliveries.markDelivered([]);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 5, delivered: 2, failed: 1 });
+      expect((await store.deliveries.listFailed({ limit: 10 })).map((delivery) => delivery.id)).toStrictEqual(
+        [fourth!.id],
+      );
+      // The third is still leased: not due, not settled.
+      expect(await claimA(store)).toStrictEqual([]);
+      await store.deliveries.markDelivered([third!.id]);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 3, failed: 1 });
+    });
+
+    it('releases claimed deliveries unattempted: due at once, the attempt uncounted, unless claimed again since', async () => {
+      expect(await create({ id: 1n, name: 'Fern' })).toBe(true);
+      expect(await create({ id: 2n, name: 'Moss' })).toBe(true);
+      const [first, second] = await claimA(store, 10, 300);
+      expect([first!.attempts, second!.attempts]).toStrictEqual([1, 1]);
+      await store.deliveries.release([first!]);
+      await store.deliveries.release([]);
+      // Due again at once, as if never claimed.
+      const again = await claimA(store);
+      expect(again).toStrictEqual([{ ...first!, attempts: 1 }]);
+      // The second's lease runs out and another claim takes it: the old claim's release is stale.
+      await sleep(400);
+      const [retaken, ...rest] = await claimA(store);
+      expect(rest).toStrictEqual([]);
+      expect(retaken).toStrictEqual({ ...second!, attempts: 2 });
+      await store.deliveries.release([second!]);
+      expect(await claimA(store)).toStrictEqual([]);
+      // A settled delivery is never released back into the queue.
+      await store.deliveries.markDelivered([again[0]!.id]);
+      await store.deliveries.release([again[0]!]);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 3, delivered: 1, failed: 0 });
+      expect(await claimA(store)).toStrictEqual([]);
+      await store.deliveries.release([retaken!]);
+      expect(await claimA(store)).toStrictEqual([{ ...second!, attempts: 2 }]);
     });
 
     it('counts pending and failed deliveries for metrics, each only up to the cap', async () => {
       await Promise.all(Array.from({ length: 5 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
       for (const delivery of await claimA(store, 3))
         await store.deliveries.markFailed(delivery.id, 'HTTP 500');
-      for (const delivery of await claimA(store, 1)) await store.deliveries.markDelivered(delivery.id);
+      for (const delivery of await claimA(store, 1)) await store.deliveries.markDelivered([delivery.id]);
       expect(await store.deliveries.depth({ cap: 100 })).toStrictEqual({ pending: 6, failed: 3 });
       expect(await store.deliveries.depth({ cap: 4 })).toStrictEqual({ pending: 4, failed: 3 });
       expect(await store.deliveries.depth({ cap: 2 })).toStrictEqual({ pending: 2, failed: 2 });
@@ -496,7 +538,7 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('prunes delivered deliveries older than the retention, oldest first, at most `limit` at a time', async () => {
       await Promise.all(Array.from({ length: 5 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
       const delivered = await claimA(store);
-      for (const delivery of delivered) await store.deliveries.markDelivered(delivery.id);
+      await store.deliveries.markDelivered(delivered.map((delivery) => delivery.id));
       const [failed, pending] = await claimB(store, 2);
       await store.deliveries.markFailed(failed!.id, 'HTTP 500');
       await store.deliveries.retry(pending!.id, { delayMs: 0, error: 'HTTP 500' });

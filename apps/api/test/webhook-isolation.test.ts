@@ -41,9 +41,11 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     const healthy = await receiver(secret);
     const blackHole = await startBlackHole();
     defer(() => blackHole.close());
-    // Everything else at its default: WEBHOOK_TIMEOUT_MS 10 s, WEBHOOK_CONCURRENCY 8, polls every second.
+    // Everything else at its default: WEBHOOK_TIMEOUT_MS 10 s, polls every second. 8 slots (fewer
+    // than the creates made before the first timeout) show that the black hole holds no more.
     const api = await startApi({
       ...store.env,
+      WEBHOOK_CONCURRENCY: '8',
       WEBHOOK_URLS: `${blackHole.url}/hook?token=partitioned, ${healthy.url}/hook`,
       WEBHOOK_SECRET: secret,
     });
@@ -167,9 +169,11 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     expect(kept.every((delivery) => delivery.status === 'failed' && delivery.url.endsWith('/fail'))).toBe(
       true,
     );
-    const pruned = logLines(api, 'webhook deliveries pruned');
-    expect(pruned.every((line) => line.level === 30 && line.retentionMs === 1_000)).toBe(true);
-    expect(pruned.reduce((sum, line) => sum + (line.deleted as number), 0)).toBe(4);
+    // The log line follows the deletions it reports, maybe after the rows are seen gone.
+    const pruned = () => logLines(api, 'webhook deliveries pruned');
+    await until(() => pruned().reduce((sum, line) => sum + (line.deleted as number), 0) >= 4, 5_000);
+    expect(pruned().every((line) => line.level === 30 && line.retentionMs === 1_000)).toBe(true);
+    expect(pruned().reduce((sum, line) => sum + (line.deleted as number), 0)).toBe(4);
 
     const { stderr } = await listFailed(store.env);
     expect(stderr).toBe('4 of 4 failed deliveries listed (0 pending, 0 delivered)\n');
@@ -233,11 +237,7 @@ describe.each(testStores())('the delivery worker prunes on $name', (testStore) =
       await Promise.all(plants.map((plant) => store.create(plant, webhook.deliveriesFor(plant))));
     }
     const claimed = await store.deliveries.claim({ url, limit: 3_000, leaseMs: 60_000 });
-    for (let i = 0; i < claimed.length; i += 500) {
-      await Promise.all(
-        claimed.slice(i, i + 500).map((delivery) => store.deliveries.markDelivered(delivery.id)),
-      );
-    }
+    await store.deliveries.markDelivered(claimed.map((delivery) => delivery.id));
     expect(await store.deliveries.counts()).toStrictEqual({ pending: 0, delivered: 2_500, failed: 0 });
     await sleep(20);
 
@@ -254,6 +254,72 @@ describe.each(testStores())('the delivery worker prunes on $name', (testStore) =
       { level: 30, deleted: 2_500, retentionMs: 0 },
     ]);
     expect(await store.deliveries.counts()).toStrictEqual({ pending: 0, delivered: 0, failed: 0 });
+  });
+});
+
+describe.each(testStores())('the delivery worker claims ahead of its slots on $name', (testStore) => {
+  /** A worker over a store holding one delivery for each of 100 plants to `url`. */
+  async function workerWith100(url: string, secret: string, env: Record<string, string>) {
+    const instance = await setup(testStore);
+    const config = loadConfig({
+      ...instance.env,
+      API_TOKENS: TOKEN,
+      WEBHOOK_URLS: url,
+      WEBHOOK_SECRET: secret,
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_CONCURRENCY: '2',
+      ...env,
+    });
+    const store = await openStore(config.store);
+    defer(() => store.close());
+    const webhook = newPlantWebhook([url]);
+    const plants = Array.from({ length: 100 }, (_, i) => ({ id: BigInt(i), name: 'Fern' }));
+    await Promise.all(plants.map((plant) => store.create(plant, webhook.deliveriesFor(plant))));
+    const lines: LogLine[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const worker = startDeliveryWorker({ outbox: store.deliveries, config: config.webhooks!, log });
+    defer(() => worker.stop(0));
+    const claimAll = () => store.deliveries.claim({ url, limit: 1_000, leaseMs: 60_000 });
+    return { store, worker, lines, claimAll };
+  }
+
+  it('holds every due delivery while 2 are attempted, and at shutdown hands back the rest with their attempts uncounted', async () => {
+    const secret = newWebhookSecret();
+    const subscriber = await receiver(secret, { answer: () => 'hang' });
+    const { worker, lines, claimAll } = await workerWith100(`${subscriber.url}/hook`, secret, {});
+    await subscriber.waitFor((received) => received.length === 2, 5_000);
+    // One claim leased all 100 (not only the 2 free slots' worth): none is left to claim.
+    expect(await claimAll()).toStrictEqual([]);
+
+    await worker.stop(0);
+    expect(subscriber.received).toHaveLength(2);
+    expect(lines.filter((line) => line.msg === 'webhook attempt abandoned at shutdown')).toHaveLength(2);
+    // Due at once: the 2 abandoned attempts counted, the 98 never attempted not.
+    const again = await claimAll();
+    expect(again).toHaveLength(100);
+    const attempted = new Set(subscriber.received.map((request) => request.id));
+    for (const delivery of again) expect(delivery.attempts).toBe(attempted.has(delivery.id) ? 2 : 1);
+  });
+
+  it("hands back the deliveries it holds, their attempts uncounted, when the subscriber's breaker opens", async () => {
+    const secret = newWebhookSecret();
+    const subscriber = await receiver(secret, { answer: () => 503 });
+    const { lines, claimAll } = await workerWith100(`${subscriber.url}/hook`, secret, {
+      WEBHOOK_BREAKER_FAILURES: '2',
+      WEBHOOK_BREAKER_COOLDOWN_MS: '60000',
+    });
+    await until(() => lines.some((line) => line.msg === 'webhook subscriber circuit opened'), 5_000);
+    // Released at once rather than at their leases' end (60 s); the attempted ones wait out their backoff.
+    const released = new Map<string, number>();
+    await until(async () => {
+      for (const delivery of await claimAll()) released.set(delivery.id, delivery.attempts);
+      return released.size + subscriber.received.length >= 100;
+    }, 5_000);
+    const attempted = new Set(subscriber.received.map((request) => request.id));
+    expect(attempted.size).toBeGreaterThanOrEqual(2);
+    expect(attempted.size).toBeLessThanOrEqual(4);
+    for (const [id, attempts] of released) expect(attempts).toBe(attempted.has(id) ? 2 : 1);
+    expect([...released.keys()].filter((id) => !attempted.has(id))).toHaveLength(100 - attempted.size);
   });
 });
 

@@ -130,6 +130,13 @@ const CLAIM = `
   )
   RETURNING id, url, payload, attempts, created_at`;
 
+/** Claims handed back unattempted: `$1` their ids, `$2` the attempts each claim returned. */
+const RELEASE = `
+  UPDATE webhook_deliveries AS d
+  SET attempts = d.attempts - 1, next_attempt_at = now(), updated_at = now()
+  FROM unnest($1::text[], $2::int[]) AS claim (id, attempts)
+  WHERE d.id = claim.id AND d.attempts = claim.attempts AND d.status = 'pending'`;
+
 /**
  * The distinct URLs with pending deliveries, by a loose index scan: one probe of
  * webhook_deliveries_due_by_url per URL, however many deliveries each has.
@@ -573,13 +580,20 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         const { rows } = await query<{ url: string }>('deliveries-pending-urls', PENDING_URLS, [limit]);
         return rows.map((row) => row.url);
       }),
-    markDelivered: (id) =>
+    markDelivered: (ids) =>
       call(async () => {
         await query(
           'deliveries-delivered',
-          "UPDATE webhook_deliveries SET status = 'delivered', updated_at = now() WHERE id = $1 AND status = 'pending'",
-          [id],
+          "UPDATE webhook_deliveries SET status = 'delivered', updated_at = now() WHERE id = ANY($1::text[]) AND status = 'pending'",
+          [ids],
         );
+      }),
+    release: (claims) =>
+      call(async () => {
+        await query('deliveries-release', RELEASE, [
+          claims.map((claim) => claim.id),
+          claims.map((claim) => claim.attempts),
+        ]);
       }),
     retry: (id, { delayMs, error }) =>
       call(async () => {

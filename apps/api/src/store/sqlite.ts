@@ -19,6 +19,7 @@ import {
 import { migrateSqlite } from './sqlite-migrate.ts';
 import {
   type ClaimOutcome,
+  type Delivery,
   type DeliveryOutbox,
   type EventLog,
   type IdempotencyKeyStore,
@@ -45,7 +46,8 @@ type Write =
   | { claim: { url: string; limit: number; leaseMs: number } }
   | { prune: { olderThanMs: number; limit: number } }
   | { pruneEvents: { olderThanMs: number; limit: number } }
-  | { delivered: string }
+  | { delivered: readonly string[] }
+  | { release: readonly Pick<Delivery, 'id' | 'attempts'>[] }
   | { retry: { id: string; delayMs: number; error: string } }
   | { failed: { id: string; error: string } }
   | { addToken: StoredToken }
@@ -217,7 +219,8 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   const deliveries: DeliveryOutbox = {
     claim: async (options) => (await write<DeliveryRow[]>({ claim: options })).map(toDelivery),
     pendingUrls: ({ limit }) => read(() => selectPendingUrls.all({ limit }).map((row) => row.url)),
-    markDelivered: (id) => write({ delivered: id }),
+    markDelivered: (ids) => write({ delivered: ids }),
+    release: (claims) => write({ release: claims }),
     retry: (id, { delayMs, error }) => write({ retry: { id, delayMs, error } }),
     markFailed: (id, error) => write({ failed: { id, error } }),
     listFailed: ({ limit }) => read(() => selectFailed.all(limit).map(toFailedDelivery)),
@@ -326,7 +329,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
 /**
  * The write statements, and what each write answers: `{ create }` → whether it inserted (and then
  * enqueued its outbox); `{ delete }` → whether it deleted; `{ claim }` → the
- * leased deliveries; `{ prune }` → how many it deleted; `{ delivered | retry | failed }` → nothing; `{ addToken }` → whether it was
+ * leased deliveries; `{ prune }` → how many it deleted; `{ delivered | release | retry | failed }` → nothing; `{ addToken }` → whether it was
  * added; `{ revokeToken }` → whether an active token was revoked. Outbox times are milliseconds
  * since the epoch; while an attempt runs, `next_attempt_at` is its lease's end.
  */
@@ -361,9 +364,13 @@ function writer(db: Database.Database): (write: Write) => unknown {
       SELECT id FROM webhook_deliveries WHERE status = 'delivered' AND updated_at < @before
       ORDER BY updated_at LIMIT @limit
     )`);
+  // The ids as one JSON array: one statement however many.
   const delivered = db.prepare(
-    "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id = ? AND status = 'pending'",
+    "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'pending'",
   );
+  const release = db.prepare<{ id: string; attempts: number; now: number }>(`
+    UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = @now, updated_at = @now
+    WHERE id = @id AND status = 'pending' AND attempts = @attempts`);
   const retry = db.prepare(
     "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
   );
@@ -422,7 +429,9 @@ function writer(db: Database.Database): (write: Write) => unknown {
     }
     if ('prune' in write)
       return prune.run({ before: now - write.prune.olderThanMs, limit: write.prune.limit }).changes;
-    if ('delivered' in write) delivered.run(now, write.delivered);
+    if ('delivered' in write) delivered.run(now, JSON.stringify(write.delivered));
+    else if ('release' in write)
+      for (const { id, attempts } of write.release) release.run({ id, attempts, now });
     else if ('retry' in write) retry.run(now + write.retry.delayMs, write.retry.error, now, write.retry.id);
     else if ('failed' in write) failed.run(write.failed.error, now, write.failed.id);
     else if ('addToken' in write) {

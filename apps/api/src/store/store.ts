@@ -177,7 +177,15 @@ export interface DeliveryOutbox {
   claim(options: { url: string; limit: number; leaseMs: number }): Promise<Delivery[]>;
   /** The distinct URLs that have pending deliveries (due or not), at most `limit` of them. */
   pendingUrls(options: { limit: number }): Promise<string[]>;
-  markDelivered(id: string): Promise<void>;
+  /** Records these deliveries as delivered: one write however many, so outcomes keep up with creates. */
+  markDelivered(ids: readonly string[]): Promise<void>;
+  /**
+   * Hands claimed deliveries back unattempted (a worker that claimed more than it could start, at
+   * shutdown or when a subscriber's breaker opened): due at once, and the claim's attempt uncounted.
+   * Each is identified by its id and the `attempts` its claim returned; one claimed again since
+   * (its lease ran out) is left as it is.
+   */
+  release(claims: readonly Pick<Delivery, 'id' | 'attempts'>[]): Promise<void>;
   /** Makes the delivery due again in `delayMs`, recording why this attempt failed. */
   retry(id: string, options: { delayMs: number; error: string }): Promise<void>;
   /** Stops retrying: the delivery is kept as failed, with the last attempt's error. */

@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { Webhook } from 'standardwebhooks';
 import { describeCauses } from '../causes.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Delivery, DeliveryOutbox } from '../store/store.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
-import { redactUrl, sendDelivery } from './send.ts';
+import { redactUrl, sendDelivery, webhookSigner } from './send.ts';
 
 export type DeliveryWorker = {
   /**
@@ -32,17 +31,32 @@ export type DeliveryWorkerOptions = {
 const MAX_SUBSCRIBERS = 1_000;
 /** Claims in flight at once: the store's connections also serve requests. */
 const CLAIMS_AT_ONCE = 4;
+/**
+ * Most deliveries one subscriber holds (claimed and not yet recorded: queued, being attempted, or
+ * their outcome being written). Claiming many at once keeps up with creates, though each claim is a
+ * write that waits for a commit; the bound keeps memory bounded.
+ */
+const HELD_PER_SUBSCRIBER = 512;
+/** Most deliveries all subscribers hold together, beyond each one's `concurrency` (which it always gets). */
+const HELD_IN_ALL = 4_096;
 /** Delivered rows deleted per statement when pruning: each statement stays short. */
 const PRUNE_BATCH = 1_000;
 /** How often delivered rows past their retention are looked for (as often as the retention, if shorter). */
 const PRUNE_EVERY_MS = 60_000;
 
-/** This process's view of one subscriber URL: its attempts in flight and its circuit breaker. */
+/** A claimed delivery waiting for a slot, and the latest time (`performance.now()`) its attempt may start. */
+type Queued = { delivery: Delivery; startBy: number };
+
+/** This process's view of one subscriber URL: what it holds, its attempts in flight and its circuit breaker. */
 type Subscriber = {
   url: string;
+  /** Claimed deliveries not yet attempted, oldest due first. */
+  queue: Queued[];
+  /** Claimed deliveries whose outcome is not yet recorded (the queue's included). */
+  held: number;
   inFlight: number;
   breaker: Breaker;
-  /** The last round left due deliveries unclaimed for want of a slot: a freed slot starts a round. */
+  /** The last claim took all it asked for, or could ask for none: more may be due, so a drained queue starts a round. */
   saturated: boolean;
 };
 
@@ -50,21 +64,32 @@ type Subscriber = {
  * Drains the webhook outbox, one subscriber URL at a time so that none can starve another: each URL
  * gets its own `concurrency` slots and its own circuit breaker (see breaker.ts), and its due
  * deliveries are claimed on their own (leased, so several instances never attempt one delivery at
- * the same time). Records each outcome: delivered; due again after a backoff; or, after
- * `maxAttempts`, failed (a log line and a metric). While a URL's breaker is open its deliveries are
- * neither claimed nor attempted, so they keep their attempts. Polls every `pollIntervalMs`, and at
- * once when a subscriber that had more due frees a slot. Deletes delivered rows past `retentionMs`,
- * in batches.
+ * the same time). A claim takes up to `HELD_PER_SUBSCRIBER` deliveries, which wait in a local queue
+ * for a slot; one that could not end within its lease is handed back (`release`) instead of attempted,
+ * and so are the queued ones when the URL's breaker opens or the worker stops: they keep their
+ * attempts. Records each outcome: delivered (in batches: one write for all that succeeded meanwhile);
+ * due again after a backoff; or, after `maxAttempts`, failed (a log line and a metric). While a URL's
+ * breaker is open its deliveries are neither claimed nor attempted. Polls every `pollIntervalMs`,
+ * and at once when a subscriber that had more due has room again. Deletes delivered rows past
+ * `retentionMs`, in batches.
  */
 export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWorkerOptions): DeliveryWorker {
-  const webhook = new Webhook(config.secret);
+  const sign = webhookSigner(config.secret);
   const stopping = new AbortController();
   const abandon = new AbortController();
-  const inFlight = new Set<Promise<void>>();
+  /** Attempts, and writes of outcomes and releases, still running. */
+  const busy = new Set<Promise<unknown>>();
+  const track = (promise: Promise<unknown>) => {
+    busy.add(promise);
+    promise.finally(() => busy.delete(promise)).catch(() => {});
+  };
   const subscribers = new Map<string, Subscriber>();
+  let heldInAll = 0;
   const backoff = { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs };
   const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => {});
-  // A saturated subscriber's freed slot ends the nap (or skips the next one) so the next round starts.
+  const markDelivered = batched((ids: string[]) => outbox.markDelivered(ids));
+  const release = batched((claims: Delivery[]) => outbox.release(claims));
+  // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
   let woken = false;
   let resume: (() => void) | undefined;
   const wake = () => {
@@ -75,10 +100,23 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
   function subscriber(url: string): Subscriber {
     let known = subscribers.get(url);
     if (!known) {
-      known = { url, inFlight: 0, breaker: createBreaker(config.breaker), saturated: false };
+      known = {
+        url,
+        queue: [],
+        held: 0,
+        inFlight: 0,
+        breaker: createBreaker(config.breaker),
+        saturated: false,
+      };
       subscribers.set(url, known);
     }
     return known;
+  }
+
+  function unhold(to: Subscriber, count: number): void {
+    to.held -= count;
+    heldInAll -= count;
+    if (to.saturated && (to.held <= HELD_PER_SUBSCRIBER / 2 || to.queue.length === 0)) wake();
   }
 
   function countOpenCircuits(): void {
@@ -87,15 +125,51 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     metrics?.webhookCircuitsOpen.set(open);
   }
 
+  /** Hands these claimed deliveries back unattempted. */
+  function handBack(to: Subscriber, deliveries: Delivery[]): void {
+    if (deliveries.length === 0) return;
+    track(
+      Promise.all(deliveries.map((delivery) => release(delivery)))
+        .catch((error) => {
+          // Not handed back: due again once their leases end, with the attempt counted.
+          log.warn(
+            { url: redactUrl(to.url), reason: describeCauses(error) },
+            'webhook deliveries not released',
+          );
+        })
+        .finally(() => unhold(to, deliveries.length)),
+    );
+  }
+
+  /** Starts queued deliveries while slots and the breaker allow; hands back what it must not attempt. */
+  function pump(to: Subscriber): void {
+    const now = performance.now();
+    const stale: Delivery[] = [];
+    while (to.queue.length > 0 && !stopping.signal.aborted) {
+      if (to.breaker.allowed(config.concurrency - to.inFlight) === 0) break;
+      const { delivery, startBy } = to.queue.shift()!;
+      // It could outlive its lease, and another claim may already have it.
+      if (now > startBy) stale.push(delivery);
+      else track(attempt(delivery, to));
+    }
+    if (stopping.signal.aborted || to.breaker.state() === 'open') {
+      stale.push(...to.queue.map((queued) => queued.delivery));
+      to.queue = [];
+    }
+    handBack(to, stale);
+  }
+
   async function attempt(delivery: Delivery, to: Subscriber): Promise<void> {
     const settle = to.breaker.start();
     to.inFlight += 1;
     const started = performance.now();
     const outcome = await sendDelivery(delivery, {
-      webhook,
+      sign,
       timeoutMs: config.timeoutMs,
       abort: abandon.signal,
     });
+    const ms = Math.round(performance.now() - started);
+    to.inFlight -= 1;
     const about = { webhookId: delivery.id, url: redactUrl(delivery.url), attempt: delivery.attempts };
     const transition = settle(outcome.ok || (outcome.abandoned ? undefined : false));
     if (transition === 'opened') {
@@ -107,15 +181,16 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
       log.info({ url: about.url }, 'webhook subscriber circuit closed');
     }
     if (transition) countOpenCircuits();
+    // The slot is free while the outcome is written.
+    pump(to);
     try {
       if (!outcome.ok && outcome.abandoned) {
         // Released now rather than when the lease ends: another instance, or the next start, takes it.
         await outbox.retry(delivery.id, { delayMs: 0, error: outcome.error });
         log.info(about, 'webhook attempt abandoned at shutdown');
       } else if (outcome.ok) {
-        await outbox.markDelivered(delivery.id);
+        await markDelivered(delivery.id);
         metrics?.webhookAttempts.inc({ outcome: 'delivered' });
-        const ms = Math.round(performance.now() - started);
         log.info({ ...about, status: outcome.status, ms }, 'webhook delivered');
       } else if (delivery.attempts >= config.maxAttempts) {
         await outbox.markFailed(delivery.id, outcome.error);
@@ -132,9 +207,17 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
       // Not recorded: the lease runs out and the delivery is attempted again (at least once).
       log.warn({ ...about, reason: describeCauses(error) }, 'webhook outcome not recorded');
     } finally {
-      to.inFlight -= 1;
-      if (to.saturated) wake();
+      unhold(to, 1);
     }
+  }
+
+  /** How many deliveries to claim for `to` now. */
+  function claimLimit(to: Subscriber): number {
+    const free = Math.max(0, config.concurrency - to.inFlight - to.queue.length);
+    // Half-open: one trial, and only once nothing claimed is waiting.
+    if (to.breaker.state() !== 'closed') return to.queue.length > 0 ? 0 : to.breaker.allowed(free);
+    const room = Math.min(HELD_PER_SUBSCRIBER - to.held, HELD_IN_ALL - heldInAll);
+    return Math.max(room, free);
   }
 
   /** Claims, for each subscriber with pending deliveries, as many as it has room for. */
@@ -148,23 +231,25 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     }
     const claimFor = async (url: string) => {
       const to = subscriber(url);
-      const free = config.concurrency - to.inFlight;
-      const limit = to.breaker.allowed(free);
-      to.saturated = free === 0 && to.breaker.state() === 'closed';
+      const limit = claimLimit(to);
+      to.saturated = limit === 0 && to.breaker.state() === 'closed';
       if (limit === 0 || stopping.signal.aborted) return;
+      // Measured before the claim, so before the store starts the lease.
+      const startBy = performance.now() + config.leaseMs - config.timeoutMs;
       let claimed: Delivery[];
+      to.held += limit;
+      heldInAll += limit;
       try {
         claimed = await outbox.claim({ url, limit, leaseMs: config.leaseMs });
       } catch (error) {
         log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
-        return;
+        claimed = [];
       }
-      for (const delivery of claimed) {
-        const running: Promise<void> = attempt(delivery, to).finally(() => inFlight.delete(running));
-        inFlight.add(running);
-      }
+      unhold(to, limit - claimed.length);
+      for (const delivery of claimed) to.queue.push({ delivery, startBy });
       // A full claim means more may be due (a half-open trial is one at a time, whatever is due).
       to.saturated = claimed.length === limit && to.breaker.state() === 'closed';
+      pump(to);
     };
     for (let i = 0; i < urls.length; i += CLAIMS_AT_ONCE) {
       await Promise.all(urls.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
@@ -172,7 +257,7 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     // Forget idle subscribers with nothing pending; an open breaker is kept until it closes.
     const pending = new Set(urls);
     for (const [url, known] of subscribers) {
-      if (!pending.has(url) && known.inFlight === 0 && known.breaker.state() === 'closed') {
+      if (!pending.has(url) && known.held === 0 && known.breaker.state() === 'closed') {
         subscribers.delete(url);
       }
     }
@@ -217,14 +302,39 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     async stop(graceMs) {
       stopping.abort();
       await Promise.all([running, pruning]);
+      // Claimed but not started: handed back at once, their attempts uncounted.
+      for (const to of subscribers.values()) pump(to);
       const grace = new AbortController();
       await Promise.race([
-        Promise.allSettled(inFlight),
+        Promise.allSettled(busy),
         sleep(graceMs, undefined, { signal: grace.signal }).catch(() => {}),
       ]);
       grace.abort();
       abandon.abort();
-      await Promise.allSettled(inFlight);
+      // Outcomes, abandoned attempts and releases are written before the store closes.
+      while (busy.size > 0) await Promise.allSettled(busy);
     },
+  };
+}
+
+/**
+ * Turns a write of many items into a call per item: the items of calls made while a write runs go
+ * into the next write, all at once. Each call settles as its write does.
+ */
+function batched<T>(write: (items: T[]) => Promise<void>): (item: T) => Promise<void> {
+  let open: { items: T[]; written: Promise<void> } | undefined;
+  let previous: Promise<unknown> = Promise.resolve();
+  return (item) => {
+    if (!open) {
+      const batch: { items: T[]; written?: Promise<void> } = { items: [] };
+      batch.written = previous.then(() => {
+        if (open === batch) open = undefined;
+        return write(batch.items);
+      });
+      previous = batch.written.catch(() => {});
+      open = batch as { items: T[]; written: Promise<void> };
+    }
+    open.items.push(item);
+    return open.written;
   };
 }
