@@ -4,21 +4,13 @@
 // with the server's default synchronous_commit = on). What a careful developer writes by hand; the
 // api on PostgreSQL is measured against it.
 import { createServer } from 'node:http';
-import { isInteger, parse } from 'lossless-json';
 import pg from 'pg';
+import { readNewPlant, send } from './lib/baseline-http.mjs';
 
 const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 await pool.query('CREATE TABLE IF NOT EXISTS plants (id BIGINT PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
-const MIN = -(2n ** 63n);
-const MAX = 2n ** 63n - 1n;
-
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 createServer((req, res) => {
   if (req.method !== 'POST' || req.url !== '/plants')
@@ -27,27 +19,7 @@ createServer((req, res) => {
     res.setHeader('www-authenticate', 'Bearer');
     return send(res, 401, { error: 401, message: 'Bad token.' });
   }
-  const chunks = [];
-  req.on('data', (chunk) => chunks.push(chunk));
-  req.on('end', async () => {
-    let plant;
-    try {
-      plant = parse(Buffer.concat(chunks).toString('utf8'), null, (n) =>
-        isInteger(n) ? BigInt(n) : Number(n),
-      );
-    } catch {
-      return send(res, 400, { error: 400, message: 'Malformed JSON.' });
-    }
-    const { id, name, tag } = plant ?? {};
-    if (
-      typeof id !== 'bigint' ||
-      id < MIN ||
-      id > MAX ||
-      typeof name !== 'string' ||
-      (tag !== undefined && typeof tag !== 'string')
-    ) {
-      return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
-    }
+  readNewPlant(req, res, async ({ id, name, tag }) => {
     try {
       const { rowCount } = await pool.query({
         name: 'insert',

@@ -6,7 +6,7 @@
 // the ceiling one Node process reaches; the api must come close to it.
 import { createServer } from 'node:http';
 import Database from 'better-sqlite3';
-import { isInteger, parse } from 'lossless-json';
+import { MAX, MIN, readNewPlant, send } from './lib/baseline-http.mjs';
 
 const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
@@ -18,14 +18,6 @@ const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) O
 const get = db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').safeIntegers(true);
 const list = db.prepare('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?').safeIntegers(true);
 const INT = /^-?\d{1,19}$/;
-const MIN = -(2n ** 63n);
-const MAX = 2n ** 63n - 1n;
-
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 function plantJson(row) {
   const tag = row.tag === null ? '' : `,"tag":${JSON.stringify(row.tag)}`;
@@ -71,27 +63,7 @@ createServer((req, res) => {
   if (req.method === 'GET' && req.url.startsWith('/plants')) return read(req, res);
   if (req.method !== 'POST' || req.url !== '/plants')
     return send(res, 404, { error: 404, message: 'Not found.' });
-  const chunks = [];
-  req.on('data', (chunk) => chunks.push(chunk));
-  req.on('end', () => {
-    let plant;
-    try {
-      plant = parse(Buffer.concat(chunks).toString('utf8'), null, (n) =>
-        isInteger(n) ? BigInt(n) : Number(n),
-      );
-    } catch {
-      return send(res, 400, { error: 400, message: 'Malformed JSON.' });
-    }
-    const { id, name, tag } = plant ?? {};
-    if (
-      typeof id !== 'bigint' ||
-      id < MIN ||
-      id > MAX ||
-      typeof name !== 'string' ||
-      (tag !== undefined && typeof tag !== 'string')
-    ) {
-      return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
-    }
+  readNewPlant(req, res, ({ id, name, tag }) => {
     if (insert.run(id, name, tag ?? null).changes === 0)
       return send(res, 409, { error: 409, message: 'Exists.' });
     send(res, 200, tag === undefined ? { name } : { name, tag });

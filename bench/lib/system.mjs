@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -302,6 +303,13 @@ export async function spawnServer(
 // ---------------------------------------------------------------------------------------------
 // The load worker.
 
+/** Calls `onLine` with each non-empty line of `stream`, parsed as JSON. */
+function onJsonLines(stream, onLine) {
+  createInterface({ input: stream }).on('line', (line) => {
+    if (line.trim() !== '') onLine(JSON.parse(line));
+  });
+}
+
 /**
  * Runs bench/load.mjs pinned to the load core. `onMeasuring` is called when the warm-up is over.
  * Resolves with the worker's result object.
@@ -312,21 +320,11 @@ export function runLoad(config, { onMeasuring } = {}) {
       stdio: ['ignore', 'pipe', 'pipe'],
       cwd: ROOT,
     });
-    let buffered = '';
     let stderr = '';
     let result;
-    child.stdout.on('data', (chunk) => {
-      buffered += chunk;
-      let newline = buffered.indexOf('\n');
-      while (newline !== -1) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        newline = buffered.indexOf('\n');
-        if (line.trim() === '') continue;
-        const event = JSON.parse(line);
-        if (event.event === 'measuring') onMeasuring?.();
-        else if (event.event === 'done') result = event.result;
-      }
+    onJsonLines(child.stdout, (event) => {
+      if (event.event === 'measuring') onMeasuring?.();
+      else if (event.event === 'done') result = event.result;
     });
     child.stderr.on('data', (chunk) => {
       stderr = (stderr + chunk).slice(-4000);
@@ -348,23 +346,13 @@ export function runLoad(config, { onMeasuring } = {}) {
  */
 export function startStreamsWorker() {
   const child = spawnNode(pinning.loadCpu, [STREAMS], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT });
-  let buffered = '';
   let stderr = '';
   let waiting;
-  child.stdout.on('data', (chunk) => {
-    buffered += chunk;
-    let newline = buffered.indexOf('\n');
-    while (newline !== -1) {
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
-      newline = buffered.indexOf('\n');
-      if (line.trim() === '') continue;
-      const answer = JSON.parse(line);
-      const settle = waiting;
-      waiting = undefined;
-      if (answer.event === 'error') settle?.reject(new Error(`streams worker: ${answer.message}`));
-      else settle?.resolve(answer);
-    }
+  onJsonLines(child.stdout, (answer) => {
+    const settle = waiting;
+    waiting = undefined;
+    if (answer.event === 'error') settle?.reject(new Error(`streams worker: ${answer.message}`));
+    else settle?.resolve(answer);
   });
   child.stderr.on('data', (chunk) => {
     stderr = (stderr + chunk).slice(-4000);

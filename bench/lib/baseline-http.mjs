@@ -1,0 +1,39 @@
+// What both hand-written baselines (bench/baseline.mjs, bench/baseline-pg.mjs) share: writing an
+// `Error`-shaped or JSON answer, and reading a NewPlant body with exact int64 ids.
+import { isInteger, parse } from 'lossless-json';
+
+export const MIN = -(2n ** 63n);
+export const MAX = 2n ** 63n - 1n;
+
+export function send(res, status, body) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Reads the request body as a NewPlant and calls `create(plant)`; answers 400 itself when it is not one. */
+export function readNewPlant(req, res, create) {
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    let plant;
+    try {
+      plant = parse(Buffer.concat(chunks).toString('utf8'), null, (n) =>
+        isInteger(n) ? BigInt(n) : Number(n),
+      );
+    } catch {
+      return send(res, 400, { error: 400, message: 'Malformed JSON.' });
+    }
+    const { id, name, tag } = plant ?? {};
+    if (
+      typeof id !== 'bigint' ||
+      id < MIN ||
+      id > MAX ||
+      typeof name !== 'string' ||
+      (tag !== undefined && typeof tag !== 'string')
+    ) {
+      return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
+    }
+    create({ id, name, tag });
+  });
+}
