@@ -51,7 +51,9 @@ describe.each(testStores())('startServer on $name, in this process', (testStore)
       expect((await postPlant(first.running.url, '{"id":7,"name":"Fern","tag":"green"}')).status).toBe(200);
       expect((await send(`${first.running.url}/readyz`)).status).toBe(200);
       // PORT=0: the OpenAPI document names the port actually listened on.
-      const document = (await send(`${first.running.url}/openapi.json`)).json as { servers: { url: string }[] };
+      const document = (await send(`${first.running.url}/openapi.json`)).json as {
+        servers: { url: string }[];
+      };
       expect(document.servers.map((server) => server.url)).toStrictEqual([first.running.url]);
       await first.running.close();
 
