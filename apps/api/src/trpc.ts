@@ -3,7 +3,7 @@ import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { z } from 'zod';
-import type { AuthResult } from './auth.ts';
+import type { AuthResult, Principal } from './auth.ts';
 import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
 import type { EventHub, EventStream } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
@@ -97,13 +97,6 @@ export function describeTrpcError(error: TRPCError): HttpError {
   return { status, message: invalid ? describeIssues(issues) : error.message, headers: {} };
 }
 
-/** Inside tRPC, an `ApiError` thrown by authorization or an operation becomes its TRPCError. */
-const apiErrors = t.middleware(async ({ next }) => {
-  const result = await next();
-  if (!result.ok && result.error.cause instanceof ApiError) throw toTrpcError(result.error.cause);
-  return result;
-});
-
 /**
  * An operation's procedure: authorized for the operation's scope, then its input validated, then
  * run. Its metadata is the operation's trpc-to-openapi description.
@@ -114,8 +107,19 @@ function withOperation<I extends z.ZodType, O, P extends z.ZodType = I>(
   input?: P,
 ) {
   return t.procedure
-    .use(apiErrors)
-    .use(({ ctx, next }) => next({ ctx: { principal: authorize(ctx.auth, operation.scope) } }))
+    .use(async ({ ctx, next }) => {
+      // One middleware, not two: tRPC copies a call's options at every level of its chain. Inside
+      // tRPC, an ApiError from authorization or the operation becomes its TRPCError here.
+      let principal: Principal;
+      try {
+        principal = authorize(ctx.auth, operation.scope);
+      } catch (error) {
+        throw error instanceof ApiError ? toTrpcError(error) : error;
+      }
+      const result = await next({ ctx: { principal } });
+      if (!result.ok && result.error.cause instanceof ApiError) throw toTrpcError(result.error.cause);
+      return result;
+    })
     .meta({ openapi: operation.openapi })
     .input((input ?? operation.input) as P);
 }
@@ -164,7 +168,7 @@ function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObjec
   return withOperation(operation, input).subscription(async function* ({ ctx, input }) {
     const { lastEventId, ...rest } = input as { lastEventId?: string | null };
     const resume = lastEventId ? { ...rest, after: BigInt(lastEventId) } : rest;
-    // Thrown inside the generator, after apiErrors has run: an ApiError (410, 429, 503) would reach
+    // Thrown inside the generator, after the middleware has run: an ApiError (410, 429, 503) would reach
     // the client as INTERNAL_SERVER_ERROR, which httpSubscriptionLink retries forever.
     const stream = await operation.run(ctx, resume as z.output<z.ZodObject<S>>).catch((error: unknown) => {
       throw error instanceof ApiError ? toTrpcError(error) : error;
