@@ -13,8 +13,7 @@ import {
 import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
-import { startEventPruning } from './events/prune.ts';
-import { type KeyPruning, startKeyPruning } from './idempotency-prune.ts';
+import { type Pruning, startPruning } from './pruning.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
@@ -73,14 +72,24 @@ export async function startServer(
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
   const worker = startWorker(config, store, log, metrics);
-  const pruning = startKeyPruning({ keys: store.idempotencyKeys, ttlMs: config.idempotency.ttlMs, log });
-  const eventPruning = startEventPruning(store.events, config.events.retentionMs, log);
+  const pruning = startPruning({
+    what: 'idempotency keys',
+    prune: (batch) => store.idempotencyKeys.prune(batch),
+    olderThanMs: config.idempotency.ttlMs,
+    log,
+  });
+  const eventPruning = startPruning({
+    what: 'events',
+    prune: (batch) => store.events.prune(batch),
+    olderThanMs: config.events.retentionMs,
+    log,
+  });
 
   const failed = store.failed.then((error) => {
     void worker?.stop(0);
     void pruning.stop();
     refresher.stop();
-    eventPruning.stop();
+    void eventPruning.stop();
     return error;
   });
   let closed: Promise<void> | undefined;
@@ -223,8 +232,8 @@ async function shutDown(
   parts: {
     server: Server;
     worker: DeliveryWorker | undefined;
-    pruning: KeyPruning;
-    eventPruning: { stop(): void };
+    pruning: Pruning;
+    eventPruning: Pruning;
     refresher: TokenRefresh;
     events: EventHub;
     store: PlantStore;
@@ -238,7 +247,6 @@ async function shutDown(
   log.info({ signal }, 'shutting down');
   // Event streams end now, cleanly: their clients resume on another instance.
   events.close();
-  eventPruning.stop();
   if (graceMs === 0) server.closeAllConnections();
   const force = setTimeout(() => server.closeAllConnections(), graceMs).unref();
   // The worker finishes its attempts in flight (within the grace) while requests drain.
@@ -248,7 +256,7 @@ async function shutDown(
   await drained;
   clearTimeout(force);
   refresher.stop();
-  await Promise.all([workerStopped, pruning.stop()]);
+  await Promise.all([workerStopped, pruning.stop(), eventPruning.stop()]);
   await store.close();
   redis?.disconnect();
   log.info('stopped');

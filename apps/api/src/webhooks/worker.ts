@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
+import { startPruning } from '../pruning.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Delivery, DeliveryOutbox } from '../store/store.ts';
 import { retryDelay } from './backoff.ts';
@@ -39,10 +40,6 @@ const CLAIMS_AT_ONCE = 4;
 const HELD_PER_SUBSCRIBER = 512;
 /** Most deliveries all subscribers hold together, beyond each one's `concurrency` (which it always gets). */
 const HELD_IN_ALL = 4_096;
-/** Delivered rows deleted per statement when pruning: each statement stays short. */
-const PRUNE_BATCH = 1_000;
-/** How often delivered rows past their retention are looked for (as often as the retention, if shorter). */
-const PRUNE_EVERY_MS = 60_000;
 
 /** A claimed delivery waiting for a slot, and the latest time (`performance.now()`) its attempt may start. */
 type Queued = { delivery: Delivery; startBy: number };
@@ -278,30 +275,18 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     }
   }
 
-  async function prune(): Promise<void> {
-    const everyMs = Math.min(PRUNE_EVERY_MS, Math.max(config.pollIntervalMs, config.retentionMs));
-    while (!stopping.signal.aborted) {
-      let deleted = 0;
-      try {
-        let batch: number;
-        do {
-          batch = await outbox.prune({ olderThanMs: config.retentionMs, limit: PRUNE_BATCH });
-          deleted += batch;
-        } while (batch === PRUNE_BATCH && !stopping.signal.aborted);
-      } catch (error) {
-        log.warn({ reason: describeCauses(error) }, 'webhook outbox not pruned');
-      }
-      if (deleted > 0) log.info({ deleted, retentionMs: config.retentionMs }, 'webhook deliveries pruned');
-      await nap(everyMs);
-    }
-  }
-
   const running = run();
-  const pruning = prune();
+  const pruning = startPruning({
+    what: 'webhook deliveries',
+    prune: (batch) => outbox.prune(batch),
+    olderThanMs: config.retentionMs,
+    minEveryMs: config.pollIntervalMs,
+    log,
+  });
   return {
     async stop(graceMs) {
       stopping.abort();
-      await Promise.all([running, pruning]);
+      await Promise.all([running, pruning.stop()]);
       // Claimed but not started: handed back at once, their attempts uncounted.
       for (const to of subscribers.values()) pump(to);
       const grace = new AbortController();
