@@ -4,3 +4,4 @@ export * from './json.ts';
 export * from './integer.ts';
 export * from './tag.ts';
 export * from './event.ts';
+export * from './webhook-endpoint.ts';

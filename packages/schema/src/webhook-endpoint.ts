@@ -1,0 +1,142 @@
+import { z } from 'zod';
+
+/** Longest endpoint URL, in characters. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+/** Longest endpoint description, in characters. */
+export const MAX_WEBHOOK_DESCRIPTION_LENGTH = 256;
+/** Most deliveries one page of `GET /webhook-endpoints/{id}/deliveries` answers. */
+export const MAX_DELIVERIES_LIMIT = 100;
+export const DEFAULT_DELIVERIES_LIMIT = 20;
+
+const ID_PATTERN = /^we_[0-9a-f]{24}$/;
+const DELIVERY_ID_PATTERN = /^msg_[0-9a-f]{32}$/;
+
+const at = (description: string) => z.string().meta({ description, format: 'date-time' });
+
+/** A webhook endpoint's id: `we_` and 24 lowercase hex digits. */
+export const WebhookEndpointIdSchema = z
+  .string({ error: 'must be a webhook endpoint id (we_ and 24 hex digits)' })
+  .regex(ID_PATTERN, { error: 'must be a webhook endpoint id (we_ and 24 hex digits)' })
+  .meta({ description: 'The id of the webhook endpoint', example: 'we_5f2b8c1d9e0a4b6c7d8e9f01' });
+
+/** A delivery's id, the Standard Webhooks `webhook-id` it is sent with: `msg_` and 32 hex digits. */
+export const WebhookDeliveryIdSchema = z
+  .string({ error: 'must be a delivery id (msg_ and 32 hex digits)' })
+  .regex(DELIVERY_ID_PATTERN, { error: 'must be a delivery id (msg_ and 32 hex digits)' })
+  .meta({ description: 'The id of the delivery: the `webhook-id` header it is sent with' });
+
+/** The body that registers an endpoint. */
+export const NewWebhookEndpointSchema = z
+  .object(
+    {
+      url: z
+        .string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string') })
+        .max(MAX_WEBHOOK_URL_LENGTH, { error: `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` })
+        .meta({
+          description:
+            'Where deliveries are POSTed: an https URL whose host resolves only to public addresses',
+          format: 'uri',
+        }),
+      description: z
+        .string({ error: 'must be a string' })
+        .max(MAX_WEBHOOK_DESCRIPTION_LENGTH, {
+          error: `must be at most ${MAX_WEBHOOK_DESCRIPTION_LENGTH} characters`,
+        })
+        .optional()
+        .meta({ description: 'A note for the endpoint’s owner' }),
+    },
+    { error: 'must be a JSON object' },
+  )
+  .strict()
+  .meta({ id: 'NewWebhookEndpoint' });
+
+export type NewWebhookEndpoint = z.infer<typeof NewWebhookEndpointSchema>;
+
+/** A registered endpoint, as reading and listing answer it: never its secret. */
+export const WebhookEndpointSchema = z
+  .object({
+    id: WebhookEndpointIdSchema,
+    url: z.string().meta({ description: 'Where deliveries are POSTed' }),
+    description: z.string().nullable().meta({ description: 'The note given at registration, or null' }),
+    createdAt: at('When the endpoint was registered (RFC 3339, UTC)'),
+  })
+  .meta({ id: 'WebhookEndpoint' });
+
+export type WebhookEndpoint = z.infer<typeof WebhookEndpointSchema>;
+
+const secret = z
+  .string()
+  .meta({
+    description:
+      'The Standard Webhooks signing secret (`whsec_` and base64). Shown in this answer only: keep it.',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  });
+
+/** The answer to registering an endpoint: the endpoint and, this once, its secret. */
+export const CreatedWebhookEndpointSchema = WebhookEndpointSchema.extend({ secret }).meta({
+  id: 'CreatedWebhookEndpoint',
+});
+
+export type CreatedWebhookEndpoint = z.infer<typeof CreatedWebhookEndpointSchema>;
+
+/** The answer to rotating an endpoint's secret. */
+export const RotatedWebhookSecretSchema = z
+  .object({
+    id: WebhookEndpointIdSchema,
+    secret,
+    previousSecretExpiresAt: at(
+      'Until when the previous secret still signs every delivery alongside the new one (RFC 3339, UTC)',
+    ),
+  })
+  .meta({ id: 'RotatedWebhookSecret' });
+
+export type RotatedWebhookSecret = z.infer<typeof RotatedWebhookSecretSchema>;
+
+/** One delivery of an event to an endpoint, with its latest attempt. */
+export const WebhookDeliverySchema = z
+  .object({
+    id: WebhookDeliveryIdSchema,
+    event: z.enum(['plant.created', 'webhook.ping']).meta({ description: 'What was delivered' }),
+    status: z
+      .enum(['pending', 'delivered', 'failed'])
+      .meta({ description: 'pending: not yet delivered and still tried; failed: out of attempts' }),
+    attempts: z.int32().min(0).meta({ description: 'Attempts made so far' }),
+    lastResponseCode: z
+      .int32()
+      .nullable()
+      .meta({ description: 'The HTTP status of the latest attempt, or null (none yet, or no answer)' }),
+    lastError: z
+      .string()
+      .nullable()
+      .meta({ description: 'Why the latest attempt failed, or null' }),
+    nextAttemptAt: at('When the next attempt is due, or null when none is (delivered or failed)').nullable(),
+    createdAt: at('When the delivery was enqueued (RFC 3339, UTC)'),
+  })
+  .meta({ id: 'WebhookDelivery' });
+
+export type WebhookDelivery = z.infer<typeof WebhookDeliverySchema>;
+
+/** Path parameters of `/webhook-endpoints/{id}…`. */
+export const WebhookEndpointParamsSchema = z.object({ id: WebhookEndpointIdSchema });
+
+/** Path parameters of `/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver`. */
+export const WebhookDeliveryParamsSchema = z.object({
+  id: WebhookEndpointIdSchema,
+  deliveryId: WebhookDeliveryIdSchema,
+});
+
+/** Query of `GET /webhook-endpoints/{id}/deliveries`: newest first, a page at a time. */
+export const ListDeliveriesQuerySchema = z.object({
+  id: WebhookEndpointIdSchema,
+  limit: z
+    .int32({ error: `must be an integer from 1 to ${MAX_DELIVERIES_LIMIT}` })
+    .min(1)
+    .max(MAX_DELIVERIES_LIMIT)
+    .default(DEFAULT_DELIVERIES_LIMIT)
+    .meta({ format: 'int32', description: 'The maximum number of deliveries to return' }),
+  before: WebhookDeliveryIdSchema.optional().meta({
+    description: 'Cursor: answer only deliveries enqueued before this one (the last id of the previous page)',
+  }),
+});
+
+export type ListDeliveriesQuery = z.input<typeof ListDeliveriesQuerySchema>;
