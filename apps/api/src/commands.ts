@@ -5,7 +5,7 @@ import { isSchemaVersion } from './store/migrate.ts';
 import { LATEST_VERSION } from './store/migrations.ts';
 import { migrateStore, openStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
-import { listFailedDeliveries } from './webhooks/cli.ts';
+import { listEndpoints, listFailedDeliveries } from './webhooks/cli.ts';
 
 export const USAGE = `Usage: main.js [command]
   (none)                                     serve the api
@@ -17,6 +17,8 @@ export const USAGE = `Usage: main.js [command]
   token list                                 list issued tokens (never their secrets)
   token revoke --name NAME                   revoke a token (every instance within TOKEN_REFRESH_MS)
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
+  webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
+                                             with pending and failed counts; never their secrets
   help, --help, -h                           show this help
 
 Configuration comes from the environment (DATABASE_URL, API_TOKENS, …): see the README.
@@ -51,6 +53,14 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
       const { lines, summary } = await listFailedDeliveries(store.deliveries, { limit: n });
       for (const line of lines) process.stdout.write(`${line}\n`);
       process.stderr.write(`${summary}\n`);
+      return 0;
+    });
+  }
+  if (command === 'webhooks' && sub === 'endpoints') {
+    const { owner } = parse(args, { owner: { type: 'string' } });
+    return withStore(config, async (store) => {
+      const lines = await listEndpoints(store.webhookEndpoints, { owner: owner as string | undefined });
+      for (const line of lines) process.stdout.write(`${line}\n`);
       return 0;
     });
   }
