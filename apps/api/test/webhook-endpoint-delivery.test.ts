@@ -150,11 +150,10 @@ describe.each(testStores())('deliveries to registered endpoints on $name', (test
 
   it('signs with both secrets during the rotation overlap, and with the new one only after it', async () => {
     const store = await setup(testStore);
-    let endpoint: Endpoint | undefined;
     let current = '';
     const hook = await receiver(() => current);
     const api = await startApi(endpointEnv(store, { WEBHOOK_SECRET_OVERLAP_MS: '2000' }));
-    endpoint = await register(api, `${hook.url}/hook`);
+    const endpoint = await register(api, `${hook.url}/hook`);
     const old = endpoint.secret;
     const rotated = await send(`${api.url}/webhook-endpoints/${endpoint.id}/rotate-secret`, {
       method: 'POST',
