@@ -4,6 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ANSWER_BYTES, sendDelivery, webhookSigner } from '../src/webhooks/send.ts';
 import { checkEndpointUrl, type Resolve, type UrlPolicy } from '../src/webhooks/ssrf.ts';
+import { startApiProcess } from './support/api-process.ts';
+import { postPlant } from './support/http.ts';
+import { waitForLogs } from './support/logs.ts';
 import { newWebhookSecret, startReceiver } from './support/webhook-receiver.ts';
 
 const STRICT: UrlPolicy = { allowPrivate: false };
@@ -204,37 +207,76 @@ describe('what every delivery keeps to', () => {
   ])(
     'reads at most MAX_ANSWER_BYTES of an endless answer from $to, then cuts the connection; the status ($status) decides',
     async ({ guard, status }) => {
-      let closedAt = 0;
-      let written = 0;
-      const receiver = await startHttpReceiver((_, res) => {
-        res.writeHead(status, { 'content-type': 'text/plain' });
-        const chunk = Buffer.alloc(16 * 1024, 'x');
-        // Writes for as long as the connection stays open (bounded, so a broken test ends).
-        const pump = () => {
-          let room = true;
-          while (room && !res.destroyed && written < 1024 ** 3) {
-            room = res.write(chunk);
-            written += chunk.length;
-          }
-        };
-        res.on('drain', pump);
-        res.on('close', () => {
-          closedAt = performance.now();
-        });
-        pump();
-      });
+      const receiver = await startEndlessReceiver(status);
       const started = performance.now();
       // Without the cap the connection would stay open until this timeout.
       const outcome = await send(`${receiver.url}/hook`, { ...(guard && { guard }), timeoutMs: 120_000 });
       expect(outcome).toStrictEqual(
         status === 200 ? { ok: true, status } : { ok: false, abandoned: false, error: `HTTP ${status}` },
       );
-      const deadline = performance.now() + 20_000;
-      while (closedAt === 0 && performance.now() < deadline) await sleep(20);
-      expect(closedAt).toBeGreaterThan(0);
-      expect(closedAt - started).toBeLessThan(20_000);
-      expect(written).toBeGreaterThan(MAX_ANSWER_BYTES);
-      expect(written).toBeLessThan(1024 ** 3);
+      expect((await receiver.closed()) - started).toBeLessThan(20_000);
+      expect(receiver.answered.written).toBeGreaterThan(MAX_ANSWER_BYTES);
     },
   );
+
+  it('the built api (dist/main.js) cuts an endless answer from a WEBHOOK_URLS subscriber after 64 KiB, long before WEBHOOK_TIMEOUT_MS', async () => {
+    const receiver = await startEndlessReceiver(200);
+    const api = await startApiProcess({
+      env: {
+        WEBHOOK_URLS: `${receiver.url}/hook`,
+        WEBHOOK_SECRET: secret,
+        WEBHOOK_POLL_INTERVAL_MS: '50',
+        WEBHOOK_TIMEOUT_MS: '120000',
+        WEBHOOK_LEASE_MS: '240000',
+      },
+    });
+    cleanups.push(async () => {
+      await api.stop();
+      api.cleanup();
+    });
+    const created = performance.now();
+    expect((await postPlant(api.url, PAYLOAD)).status).toBe(200);
+    const [delivered] = await waitForLogs(api, 'webhook delivered', 1, 20_000);
+    expect(delivered).toMatchObject({ url: `${receiver.url}/hook`, status: 200, attempt: 1 });
+    expect((await receiver.closed()) - created).toBeLessThan(20_000);
+    expect(receiver.answered.written).toBeGreaterThan(MAX_ANSWER_BYTES);
+  });
 });
+
+/**
+ * A receiver that answers `status` and then streams its body for as long as the connection stays
+ * open (up to 1 GiB, so that a broken test ends). `closed()` resolves with when the connection
+ * closed, rejecting after 20 s.
+ */
+async function startEndlessReceiver(status: number) {
+  const answered = { written: 0, closedAt: 0 };
+  const receiver = await startHttpReceiver((_, res) => {
+    res.writeHead(status, { 'content-type': 'text/plain' });
+    const chunk = Buffer.alloc(16 * 1024, 'x');
+    const pump = () => {
+      let room = true;
+      while (room && !res.destroyed && answered.written < 1024 ** 3) {
+        room = res.write(chunk);
+        answered.written += chunk.length;
+      }
+    };
+    res.on('drain', pump);
+    res.on('close', () => {
+      answered.closedAt = performance.now();
+    });
+    pump();
+  });
+  return {
+    url: receiver.url,
+    answered,
+    async closed() {
+      const deadline = performance.now() + 20_000;
+      while (answered.closedAt === 0) {
+        if (performance.now() > deadline)
+          throw new Error("the receiver's answer is still being read after 20 s");
+        await sleep(20);
+      }
+      return answered.closedAt;
+    },
+  };
+}
