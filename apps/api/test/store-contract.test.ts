@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NewPlant } from '@plant-store/schema';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -725,6 +726,32 @@ describe.each(testStores())('the $name store', (testStore) => {
         },
       );
       expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);
+    });
+
+    it('lists an endpoint’s deliveries newest first in the order they were enqueued, even within one millisecond', async () => {
+      await store.webhookEndpoints.create(endpoint(2), max);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const id = `msg_${randomBytes(16).toString('hex')}`;
+        await store.deliveries.enqueue({
+          id,
+          endpointId: endpoint(2).id,
+          url: 'http://127.0.0.1:9/2',
+          event: 'webhook.ping',
+          payload: '{}',
+        });
+        ids.push(id);
+      }
+      const newestFirst = [...ids].reverse();
+      const listed: string[] = [];
+      let before: string | undefined;
+      for (;;) {
+        const page = await store.deliveries.listForEndpoint({ endpointId: endpoint(2).id, limit: 5, before });
+        listed.push(...page!.deliveries.map((d) => d.id));
+        if (!page!.more) break;
+        before = listed.at(-1);
+      }
+      expect(listed).toStrictEqual(newestFirst);
     });
 
     it('discards what was enqueued for an endpoint that no longer exists, and nothing of one that does', async () => {
