@@ -104,3 +104,18 @@ export async function storeCall<T>(operation: () => Promise<T>): Promise<T> {
     throw cause;
   }
 }
+
+/**
+ * A page's REST headers: `Link: <path?query>; rel="next"` (RFC 8288) while more remain (`cursor`
+ * set), none on the last page. The next page asks for the same limit: a page can end early (at a
+ * byte budget), so the limit says nothing about how many remain.
+ */
+export function nextPageHeaders(
+  path: string,
+  limit: number,
+  cursor: { name: string; value: bigint | string } | null,
+): Record<string, string> {
+  return cursor === null
+    ? {}
+    : { Link: `<${path}?limit=${limit}&${cursor.name}=${cursor.value}>; rel="next"` };
+}

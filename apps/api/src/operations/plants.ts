@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
-import { defineOperation, storeCall } from '../operation.ts';
+import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
 
 /** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
@@ -113,10 +113,8 @@ export const listPlants = defineOperation({
   rest: {
     status: 200,
     present({ plants, next }, { path, input }) {
-      // The next page asks for the same limit: this one may have ended early at the byte budget.
-      const headers: Record<string, string> =
-        next === null ? {} : { Link: `<${path}?limit=${input.limit}&after=${next}>; rel="next"` };
-      return { body: plants, headers };
+      const cursor = next === null ? null : { name: 'after', value: next };
+      return { body: plants, headers: nextPageHeaders(path, input.limit, cursor) };
     },
   },
 });

@@ -15,7 +15,7 @@ import {
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
-import { defineOperation, type OperationContext, storeCall } from '../operation.ts';
+import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from '../operation.ts';
 import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
 import { newWebhookId } from '../webhooks/event.ts';
@@ -273,9 +273,8 @@ export const listWebhookDeliveries = defineOperation({
   rest: {
     status: 200,
     present({ deliveries, next }, { path, input }) {
-      const headers: Record<string, string> =
-        next === null ? {} : { Link: `<${path}?limit=${input.limit}&before=${next}>; rel="next"` };
-      return { body: deliveries, headers };
+      const cursor = next === null ? null : { name: 'before', value: next };
+      return { body: deliveries, headers: nextPageHeaders(path, input.limit, cursor) };
     },
   },
 });

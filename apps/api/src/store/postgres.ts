@@ -402,18 +402,22 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
 
+  /** A connection of the pool; none to be had is the store being unavailable. */
+  async function connect(): Promise<pg.PoolClient> {
+    try {
+      return await pool.connect();
+    } catch (cause) {
+      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
+    }
+  }
+
   async function query<R extends pg.QueryResultRow>(
     name: string,
     text: string,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
     const deadline = performance.now() + timeoutMs;
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (cause) {
-      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
-    }
+    const client = await connect();
     try {
       // What is left of the call's time bound; pg destroys the connection when it runs out.
       const queryTimeout = Math.max(1, Math.ceil(deadline - performance.now()));
@@ -872,12 +876,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     ) => Promise<T>,
   ): Promise<T> {
     const deadline = performance.now() + timeoutMs;
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (cause) {
-      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
-    }
+    const client = await connect();
     const run = <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
       client.query<R>({
         text,
