@@ -253,9 +253,12 @@ async function pace({ url, token, rate, seconds, idStart }) {
   const fromAnswer = [];
   /** Latency from send by the second the create was sent in: a start-up tail shows in the first. */
   const bySecond = Array.from({ length: seconds }, () => []);
+  const commitBySecond = Array.from({ length: seconds }, () => []);
   for (let i = 0; i < paced.index.length; i++) {
     fromSend.push(paced.arrived[i] - paced.sentAt[paced.index[i]]);
-    bySecond[Math.min(seconds - 1, Math.floor(paced.index[i] / rate))].push(fromSend.at(-1));
+    const second = Math.min(seconds - 1, Math.floor(paced.index[i] / rate));
+    bySecond[second].push(fromSend.at(-1));
+    commitBySecond[second].push(paced.fromCommit[i]);
     const answered = paced.answeredAt[paced.index[i]];
     if (!Number.isNaN(answered)) fromAnswer.push(paced.arrived[i] - answered);
   }
@@ -282,6 +285,8 @@ async function pace({ url, token, rate, seconds, idStart }) {
     sampledExpected: expectedSampled,
     latencyFromSend: percentiles(fromSend),
     p99FromSendBySecond: bySecond.map((values) => percentiles(values)?.p99 ?? null),
+    // The same from `createdAt`: where the two differ, the time went before the commit.
+    p99FromCommitBySecond: commitBySecond.map((values) => percentiles(values)?.p99 ?? null),
     // Negative when the event arrived before the create's own answer (the usual case).
     latencyFromAnswer: percentiles(fromAnswer),
     latencyFromCommit: percentiles(paced.fromCommit),

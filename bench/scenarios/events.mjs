@@ -109,7 +109,8 @@ function describePaced(p) {
     `${p.eventsReceived} of ${p.eventsExpected} events delivered, ${p.streamsCut} streams cut, ` +
     `latency from send p50 ${l?.p50} p99 ${l?.p99} max ${l?.max} ms (from commit p99 ${p.latencyFromCommit?.p99} ms), ` +
     `worker CPU ${Math.round(p.workerCpu * 100)}%, ${p.eventsPerRead} events per read, ` +
-    `p99 by second sent ${p.p99FromSendBySecond?.join(' · ')} ms, send lag max ${p.maxSendLagMs} ms`
+    `p99 by second sent ${p.p99FromSendBySecond?.join(' · ')} ms (from createdAt ${p.p99FromCommitBySecond?.join(' · ')} ms), ` +
+    `send lag max ${p.maxSendLagMs} ms`
   );
 }
 
