@@ -344,6 +344,20 @@ function renderEvents(e) {
     ),
   );
   out.push('');
+  for (const [label, x] of [
+    ['SQLite', e.sqlite],
+    ['PostgreSQL', e.postgres],
+  ]) {
+    const p = x && !x.error ? x.paced : undefined;
+    if (!p?.p99FromSendBySecond) continue;
+    out.push(
+      `- ${label}: p99 from send by the second the create was sent in: ${p.p99FromSendBySecond.map(ms).join(' · ')} ms ` +
+        `(from createdAt: ${p.p99FromCommitBySecond?.map(ms).join(' · ') ?? 'n/a'} ms); ` +
+        `${num(p.eventsPerRead)} events per read on a stream (what one server write carried); ` +
+        `the sender ran at most ${ms(p.maxSendLagMs)} ms behind its schedule.`,
+    );
+  }
+  out.push('');
   const sq = e.sqlite;
   if (sq && !sq.error) {
     out.push(

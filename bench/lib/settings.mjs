@@ -88,6 +88,8 @@ export function readSettings() {
     eventSeconds: intEnv('BENCH_EVENT_SECONDS', 10, 1),
     /** Every n-th stream parses its events and times them; the others only count them. */
     eventSample: intEnv('BENCH_EVENT_SAMPLE', 10, 1),
+    /** 1: the api instance serving the streams and the streams worker run under `node --cpu-prof`. */
+    eventProfile: env.BENCH_EVENT_PROFILE === '1',
     growthSizes: [...new Set(sizes)].sort((a, b) => a - b),
     growthIds: oneOf('BENCH_GROWTH_IDS', 'scattered', ['seq', 'scattered']),
     ids: oneOf('BENCH_IDS', 'seq', ['seq', 'scattered']),

@@ -344,8 +344,12 @@ export function runLoad(config, { onMeasuring } = {}) {
  * sends one command and resolves with its answer (rejects on an error answer, an exit, or after
  * `timeoutMs`); `stop()` ends it.
  */
-export function startStreamsWorker() {
-  const child = spawnNode(pinning.loadCpu, [STREAMS], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT });
+export function startStreamsWorker({ profileDir } = {}) {
+  const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawnNode(pinning.loadCpu, [...flags, STREAMS], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    cwd: ROOT,
+  });
   let stderr = '';
   let waiting;
   onJsonLines(child.stdout, (answer) => {
@@ -357,12 +361,16 @@ export function startStreamsWorker() {
   child.stderr.on('data', (chunk) => {
     stderr = (stderr + chunk).slice(-4000);
   });
-  child.once('exit', (code, signal) => {
-    waiting?.reject(new Error(`streams worker exited (${code ?? signal}): ${stderr.trim()}`));
-    waiting = undefined;
-  });
+  const exited = new Promise((resolveExit) =>
+    child.once('exit', (code, signal) => {
+      waiting?.reject(new Error(`streams worker exited (${code ?? signal}): ${stderr.trim()}`));
+      waiting = undefined;
+      resolveExit();
+    }),
+  );
   return {
     pid: child.pid,
+    exited,
     ask(message, timeoutMs = 120_000) {
       return new Promise((resolveAnswer, reject) => {
         const timer = setTimeout(() => {

@@ -12,6 +12,9 @@
 // PostgreSQL (when there is one): two instances on one fresh database, the streams on B, the paced
 //   creates sent to A: the latency across instances.
 
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { summariseProfile } from '../lib/cpu-profile.mjs';
 import { round1, round2 } from '../lib/format.mjs';
 import { startServer } from '../lib/measure.mjs';
 import { freshPostgres } from '../lib/postgres.mjs';
@@ -105,14 +108,47 @@ function describePaced(p) {
     `${p.sent} creates at ${p.achievedRate}/s (${p.ok} ok, ${p.other} other, ${p.errors} errors), ` +
     `${p.eventsReceived} of ${p.eventsExpected} events delivered, ${p.streamsCut} streams cut, ` +
     `latency from send p50 ${l?.p50} p99 ${l?.p99} max ${l?.max} ms (from commit p99 ${p.latencyFromCommit?.p99} ms), ` +
-    `worker CPU ${Math.round(p.workerCpu * 100)}%`
+    `worker CPU ${Math.round(p.workerCpu * 100)}%, ${p.eventsPerRead} events per read, ` +
+    `p99 by second sent ${p.p99FromSendBySecond?.join(' · ')} ms (from createdAt ${p.p99FromCommitBySecond?.join(' · ')} ms), ` +
+    `send lag max ${p.maxSendLagMs} ms`
   );
+}
+
+/**
+ * With BENCH_EVENT_PROFILE=1, the profiles the api and the streams worker wrote into `dir`
+ * (`--cpu-prof`), summarised: which side of the fan-out is saturated.
+ */
+function profiles(dir, label) {
+  const found = {};
+  for (const side of ['server', 'worker']) {
+    const where = side === 'server' ? dir : join(dir, 'worker');
+    const file = readdirSync(where).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) continue;
+    const summary = summariseProfile(join(where, file), 12);
+    found[side] = summary;
+    progress(`[events] ${label}: ${side} profile, busy ${summary.busyPct}% of ${summary.seconds} s:`);
+    for (const row of [...summary.packages, ...summary.functions])
+      progress(`    ${row.selfPct}% ${row.package} ${row.where ?? ''} ${row.code ?? ''}`);
+  }
+  return found;
+}
+
+/** Ends the worker so that its profile is written (`--cpu-prof` writes on exit, not on SIGKILL). */
+async function stopWorker(settings, worker) {
+  if (settings.eventProfile && worker) {
+    await worker.ask({ cmd: 'close' }, 10_000).catch(() => {});
+    await Promise.race([worker.exited, sleep(10_000)]);
+  }
+  worker?.stop();
 }
 
 async function sqlitePart(settings) {
   const dir = makeTempDir('events', settings.tmpBase);
-  const server = await startServer(settings, 'api', { dir, env: streamLimits(settings) });
+  const profileDir = settings.eventProfile ? makeTempDir('events-profile', settings.tmpBase) : undefined;
+  if (profileDir) mkdirSync(join(profileDir, 'worker'));
+  const server = await startServer({ ...settings, profileDir }, 'api', { dir, env: streamLimits(settings) });
   let worker;
+  let result;
   try {
     await server.ready();
     await checkCreate(server, IDS.check);
@@ -121,7 +157,7 @@ async function sqlitePart(settings) {
     progress(`[events] SQLite: ${Math.round(without.createsPerSec)} creates/s without streams`);
     await sleep(1000);
     const rssBeforeMb = rssMb(server.pid);
-    worker = startStreamsWorker();
+    worker = startStreamsWorker({ profileDir: profileDir && join(profileDir, 'worker') });
     const opened = await openStreams(settings, worker, server);
     await sleep(2000);
     const rssIdleMb = rssMb(server.pid);
@@ -147,7 +183,7 @@ async function sqlitePart(settings) {
       warn(
         `events: ${counts.cut} of ${settings.eventStreams} streams were cut by the server (too far behind: EVENT_STREAM_BUFFER)`,
       );
-    return {
+    result = {
       rssBeforeMb,
       rssIdleMb,
       addedRssMb: round1(rssIdleMb - rssBeforeMb),
@@ -158,10 +194,15 @@ async function sqlitePart(settings) {
       withVsWithout: round2(ratio(withStreams.createsPerSec, without.createsPerSec)),
     };
   } finally {
-    worker?.stop();
+    await stopWorker(settings, worker);
     await server.stop();
     removeTempDir(dir);
   }
+  if (profileDir) {
+    result.profiles = profiles(profileDir, 'SQLite');
+    removeTempDir(profileDir);
+  }
+  return result;
 }
 
 async function postgresPart(settings) {

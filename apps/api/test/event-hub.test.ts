@@ -126,6 +126,39 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     expect(stream.drain()).toStrictEqual([]);
   });
 
+  it('hands every stream that keeps up the same page of events, with one onLive call per page', async () => {
+    const first = await hub.open({ tokenName: 'tester' });
+    const second = await hub.open({ tokenName: 'tester' });
+    // Opened without a resume id: no backlog, live at once.
+    for (const stream of [first, second])
+      for await (const page of stream.backlog()) throw new Error(`a backlog of ${page.length} events`);
+    let calls = 0;
+    first.onLive(() => calls++);
+    // One turn, so one commit and one page.
+    await Promise.all([1n, 2n, 3n].map((id) => store.create({ id, name: 'Fern' })));
+    await vi.waitFor(() => expect(calls).toBe(1));
+    const taken = first.drain();
+    expect(taken.map((event) => event.plant.id)).toStrictEqual([1n, 2n, 3n]);
+    // The very same array: a writer serialises it once for every stream.
+    expect(second.drain()).toBe(taken);
+    first.close();
+    second.close();
+  });
+
+  it('gives a writer without the iterator the backlog page by page, then live events by drain', async () => {
+    for (const id of [1n, 2n]) await store.create({ id, name: 'Fern' });
+    const stream = await hub.open({ tokenName: 'tester', after: 0n });
+    const backlog: StoredEvent[] = [];
+    for await (const page of stream.backlog()) backlog.push(...page);
+    expect(backlog.map((event) => event.plant.id)).toStrictEqual([1n, 2n]);
+    const woken = new Promise<void>((resolve) => stream.onLive(resolve));
+    await store.create({ id: 3n, name: 'Fern' });
+    await woken;
+    expect(stream.drain().map((event) => event.plant.id)).toStrictEqual([3n]);
+    stream.close();
+    expect(await stream.ended).toBe('closed');
+  });
+
   it('ends every stream on close and refuses new ones', async () => {
     const stream = await hub.open({ tokenName: 'tester' });
     hub.close();

@@ -30,8 +30,21 @@ export type EventStream = AsyncIterable<StoredEvent> & {
    * Takes the live events already waiting for this stream, in order, as if the iterator had
    * yielded them (it goes on after the last one). Lets a writer send what piled up while it was
    * busy as one write. Empty while the stream reads its backlog or when nothing is waiting.
+   * Read-only: streams that were caught up get the very same array, so a writer can serialise it
+   * once for all of them.
    */
-  drain(): StoredEvent[];
+  drain(): readonly StoredEvent[];
+  /**
+   * The backlog, read from the log page by page, for a writer that does not use the iterator:
+   * ends once the stream has joined the live ones (then `onLive` and `drain` take over). An empty
+   * iteration when the stream started live.
+   */
+  backlog(): AsyncIterable<readonly StoredEvent[]>;
+  /**
+   * Calls `listener` synchronously each time the hub hands this stream live events (take them
+   * with `drain`), and once when it ends: one call per fan-out, not per event, and no promise.
+   */
+  onLive(listener: () => void): void;
 };
 
 export type EventHub = {
@@ -51,8 +64,15 @@ type Subscriber = {
   tokenName: string;
   /** The id of the last event this stream has taken, from the log or from the hub. */
   cursor: bigint;
-  queue: StoredEvent[];
+  /**
+   * The live events waiting for the consumer, as the pages the hub read: while a stream keeps up,
+   * its queue is one page shared with every other stream that keeps up.
+   */
+  pages: (readonly StoredEvent[])[];
+  /** Events in `pages`: the bounded buffer (EVENT_STREAM_BUFFER) is counted in events. */
+  waiting: number;
   wake: (() => void) | undefined;
+  listener: (() => void) | undefined;
   end: (reason: StreamEnd) => void;
   done: StreamEnd | undefined;
 };
@@ -110,10 +130,9 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
         do {
           if (head === undefined) return;
           page = await events.after(head, PAGE);
-          for (const event of page) {
-            for (const subscriber of live) if (event.id > subscriber.cursor) push(subscriber, event);
-            head = event.id;
-          }
+          if (page.length === 0) break;
+          for (const subscriber of live) push(subscriber, page);
+          head = page.at(-1)!.id;
         } while (page.length === PAGE);
       } while (again);
     })()
@@ -124,14 +143,30 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       });
   }
 
-  function push(subscriber: Subscriber, event: StoredEvent): void {
-    if (subscriber.queue.length >= limits.buffer) {
+  /** Hands a page of new events to one live stream: the part it has not taken yet, at once. */
+  function push(subscriber: Subscriber, page: readonly StoredEvent[]): void {
+    let from = 0;
+    while (from < page.length && page[from]!.id <= subscriber.cursor) from++;
+    if (from === page.length) return;
+    const fresh = from === 0 ? page : page.slice(from);
+    if (subscriber.waiting + fresh.length > limits.buffer) {
       subscriber.end('overflow');
       return;
     }
-    subscriber.queue.push(event);
-    subscriber.cursor = event.id;
+    subscriber.pages.push(fresh);
+    subscriber.waiting += fresh.length;
+    subscriber.cursor = fresh.at(-1)!.id;
     subscriber.wake?.();
+    subscriber.listener?.();
+  }
+
+  /** The live events waiting for a stream, taken: the shared page itself when there is one. */
+  function take(subscriber: Subscriber): readonly StoredEvent[] {
+    if (subscriber.done || subscriber.waiting === 0) return [];
+    const { pages } = subscriber;
+    subscriber.pages = [];
+    subscriber.waiting = 0;
+    return pages.length === 1 ? pages[0]! : pages.flat();
   }
 
   async function openStream({
@@ -170,8 +205,10 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     const subscriber: Subscriber = {
       tokenName,
       cursor: after ?? head!,
-      queue: [],
+      pages: [],
+      waiting: 0,
       wake: undefined,
+      listener: undefined,
       done: undefined,
       end(reason) {
         if (subscriber.done) return;
@@ -182,8 +219,10 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
         if (left === 0) perToken.delete(tokenName);
         else perToken.set(tokenName, left);
         if (open.size === 0 && !reading) stop();
-        subscriber.queue = [];
+        subscriber.pages = [];
+        subscriber.waiting = 0;
         subscriber.wake?.();
+        subscriber.listener?.();
         resolveEnded(reason);
       },
     };
@@ -192,43 +231,54 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     return {
       ended,
       close: () => subscriber.end('closed'),
-      drain() {
-        if (subscriber.done || subscriber.queue.length === 0) return [];
-        const waiting = subscriber.queue;
-        subscriber.queue = [];
-        return waiting;
+      drain: () => take(subscriber),
+      backlog: () => backlog(subscriber),
+      onLive(listener) {
+        subscriber.listener = listener;
       },
       [Symbol.asyncIterator]: () => iterate(subscriber),
     };
   }
 
+  /**
+   * The backlog, from the log, until this stream has seen everything the hub has handed out; then,
+   * in the same synchronous step, it joins the live streams: no event falls in between.
+   */
+  async function* backlog(subscriber: Subscriber): AsyncGenerator<readonly StoredEvent[]> {
+    while (!subscriber.done && !live.has(subscriber)) {
+      if (head !== undefined && subscriber.cursor >= head) {
+        live.add(subscriber);
+        return;
+      }
+      const page = await events.after(subscriber.cursor, PAGE);
+      if (subscriber.done) return;
+      if (page.length > 0) {
+        subscriber.cursor = page.at(-1)!.id;
+        yield page;
+      }
+      // The log ends here for now: wait for the hub to catch up to it (or pass it).
+      if (page.length < PAGE && head !== undefined && subscriber.cursor > head) {
+        live.add(subscriber);
+        return;
+      }
+    }
+  }
+
   async function* iterate(subscriber: Subscriber): AsyncGenerator<StoredEvent> {
     try {
-      // The backlog, from the log, until this stream has seen everything the hub has handed out;
-      // then, in the same synchronous step, it joins the live streams: no event falls in between.
-      while (!subscriber.done && !live.has(subscriber)) {
-        if (head !== undefined && subscriber.cursor >= head) {
-          live.add(subscriber);
-          break;
-        }
-        const page = await events.after(subscriber.cursor, PAGE);
+      for await (const page of backlog(subscriber)) {
         for (const event of page) {
           if (subscriber.done) return;
-          subscriber.cursor = event.id;
           yield event;
-        }
-        // The log ends here for now: wait for the hub to catch up to it (or pass it).
-        if (page.length < PAGE && head !== undefined && subscriber.cursor > head) {
-          live.add(subscriber);
-          break;
         }
       }
       while (!subscriber.done) {
-        const event = subscriber.queue.shift();
-        if (event !== undefined) {
+        const waiting = take(subscriber);
+        for (const event of waiting) {
+          if (subscriber.done) return;
           yield event;
-          continue;
         }
+        if (waiting.length > 0) continue;
         await new Promise<void>((resolve) => {
           subscriber.wake = resolve;
         });
