@@ -61,3 +61,31 @@ export async function withRetries<T>(
     }
   }
 }
+
+/**
+ * `attempt` for a delete retried without a key: when an earlier attempt may have reached the server
+ * (no answer, but not refused), a 404 from a retry means that attempt deleted it, and the delete
+ * resolves to `done`; a 404 on the first attempt still fails.
+ */
+export function deleteAttempts<T>(attempt: () => Promise<T>, done: T): () => Promise<T> {
+  let mayHaveDeleted = false;
+  return async () => {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof PlantStoreError)) throw error;
+      if (mayHaveDeleted && error.status === 404) return done;
+      if (error.status === 0 && !refused(error)) mayHaveDeleted = true;
+      throw error;
+    }
+  };
+}
+
+/** No answer because the connection was refused: the request never left. */
+function refused(error: PlantStoreError): boolean {
+  for (let at: unknown = error.cause, depth = 0; at instanceof Error && depth < 4; depth++) {
+    if ((at as { code?: unknown }).code === 'ECONNREFUSED') return true;
+    at = at.cause;
+  }
+  return false;
+}
