@@ -6,6 +6,10 @@ import { PlantStoreError } from './errors.ts';
  * `Idempotent-Replayed: true`), never a 409 or 404 of its own making. Retried: no answer at all
  * (refused, reset, cut after sending), 503, and 409 with `Retry-After` (the first attempt is still in
  * flight). Never other answers, nor a call its `signal` aborted.
+ *
+ * Webhook endpoint calls that are safe to repeat without a key are retried the same way: reads,
+ * redeliveries, and deletes (a retry answered 404 after an attempt that may have deleted resolves).
+ * Creates, secret rotations and pings of endpoints are never retried.
  */
 export type RetryOptions = {
   /** Attempts in all, the first included (default 3; 1 turns retries off). */
