@@ -21,6 +21,7 @@ import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
 import type { Context } from './trpc.ts';
+import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { newPlantWebhook } from './webhooks/event.ts';
 
 export type AppOptions = {
@@ -43,6 +44,8 @@ export type AppOptions = {
   corsOrigins?: readonly string[];
   /** Subscribers of the new-plant webhook (`WEBHOOK_URLS`): a create enqueues one delivery each; none by default. */
   webhookUrls?: readonly string[];
+  /** Webhook endpoints' settings; without them the endpoint operations answer 503. */
+  webhookEndpoints?: EndpointSettings;
   /** The event streams' hub and heartbeat; by default a hub on `store` with the default limits. */
   events?: { hub: EventHub; heartbeatMs: number };
   /** How Idempotency-Keys are kept (IDEMPOTENCY_TTL_MS, IDEMPOTENCY_IN_FLIGHT_MS); the defaults when omitted. */
@@ -62,10 +65,12 @@ export function createApp(options: AppOptions): Koa {
   const store = instrumentStore(options.store, metrics);
   const webhooks = newPlantWebhook(options.webhookUrls);
   const { hub: events, heartbeatMs } = options.events ?? defaultEvents(options.store, log);
+  const endpoints = options.webhookEndpoints;
   const createContext = (auth: AuthResult, request: RequestScope): Context => ({
     store,
     webhooks,
     events,
+    endpoints,
     auth,
     request,
     idempotency,
@@ -96,7 +101,7 @@ export function createApp(options: AppOptions): Koa {
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
   app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store, webhooks, events, heartbeatMs, idempotency }));
+  app.use(restAdapter(routes, { store, webhooks, events, endpoints, heartbeatMs, idempotency }));
   return app;
 }
 

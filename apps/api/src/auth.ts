@@ -1,7 +1,18 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** What a token may do: `read` lists and reads plants; `write` creates and deletes them. */
-export type Scope = 'read' | 'write';
+/**
+ * What a token may do: `read` lists and reads plants; `write` creates and deletes them; `webhooks`
+ * registers and manages the token's own webhook endpoints.
+ */
+export type Scope = 'read' | 'write' | 'webhooks';
+
+/** Every scope: what API_TOKENS and the generated token carry. */
+export const ALL_SCOPES: readonly Scope[] = ['read', 'write', 'webhooks'];
+
+/** Whether `text` names a scope. */
+export function isScope(text: string): text is Scope {
+  return (ALL_SCOPES as readonly string[]).includes(text);
+}
 
 /** Who made a request: the token's name (never its secret) and what it may do. */
 export type Principal = { tokenName: string; scopes: readonly Scope[] };

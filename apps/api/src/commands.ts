@@ -1,21 +1,24 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { isConfiguredTokenName, newTokenSecret, type Scope, tokenDigest } from './auth.ts';
+import { isConfiguredTokenName, isScope, newTokenSecret, tokenDigest } from './auth.ts';
 import type { Config } from './config.ts';
 import { isSchemaVersion } from './store/migrate.ts';
 import { LATEST_VERSION } from './store/migrations.ts';
 import { migrateStore, openStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
-import { listFailedDeliveries } from './webhooks/cli.ts';
+import { listEndpoints, listFailedDeliveries } from './webhooks/cli.ts';
 
 export const USAGE = `Usage: main.js [command]
   (none)                                     serve the api
   migrate [--to N]                           apply pending store migrations; with --to, take the schema
                                              to version N instead, reverting newer ones (0: none)
-  token create --name NAME [--scope read|write]...   issue a token (both scopes unless given); prints it once;
+  token create --name NAME [--scope read|write|webhooks]...   issue a token (read and write unless given);
+                                             prints it once;
                                              api-token-N and generated are reserved for configured tokens
   token list                                 list issued tokens (never their secrets)
   token revoke --name NAME                   revoke a token (every instance within TOKEN_REFRESH_MS)
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
+  webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
+                                             with pending and failed counts; never their secrets
   help, --help, -h                           show this help
 
 Configuration comes from the environment (DATABASE_URL, API_TOKENS, …): see the README.
@@ -53,6 +56,14 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
       return 0;
     });
   }
+  if (command === 'webhooks' && sub === 'endpoints') {
+    const { owner } = parse(args, { owner: { type: 'string' } });
+    return withStore(config, async (store) => {
+      const lines = await listEndpoints(store.webhookEndpoints, { owner: owner as string | undefined });
+      for (const line of lines) process.stdout.write(`${line}\n`);
+      return 0;
+    });
+  }
   throw new UsageError(`Unknown command "${[command, sub, ...args].filter(Boolean).join(' ')}"`);
 }
 
@@ -69,8 +80,7 @@ async function createToken(store: PlantStore, args: string[]): Promise<number> {
     throw new UsageError(`--name "${name}" is reserved for configured tokens (api-token-N, generated)`);
   }
   const scopes = [...new Set((scope as string[] | undefined) ?? ['read', 'write'])];
-  if (!scopes.every((s): s is Scope => s === 'read' || s === 'write'))
-    throw new UsageError('--scope must be read or write');
+  if (!scopes.every(isScope)) throw new UsageError('--scope must be read, write or webhooks');
   const secret = newTokenSecret();
   if (!(await store.tokens.create({ name, digest: tokenDigest(secret), scopes }))) {
     process.stderr.write(`A token named "${name}" already exists (revoked tokens keep their name).\n`);

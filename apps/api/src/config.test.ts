@@ -5,9 +5,43 @@ import { loadConfig } from './config.ts';
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 
 describe('loadConfig: webhooks', () => {
-  it('has no webhooks without WEBHOOK_URLS', () => {
-    expect(loadConfig({}).webhooks).toBeUndefined();
-    expect(loadConfig({ WEBHOOK_URLS: ' , ', WEBHOOK_SECRET: SECRET }).webhooks).toBeUndefined();
+  it('has no operator subscribers (nor their secret) without WEBHOOK_URLS, but the delivery settings', () => {
+    for (const env of [{}, { WEBHOOK_URLS: ' , ', WEBHOOK_SECRET: SECRET }]) {
+      const { webhooks } = loadConfig(env);
+      expect(webhooks.urls).toStrictEqual([]);
+      expect(webhooks).not.toHaveProperty('secret');
+      expect(webhooks).toMatchObject({ timeoutMs: 10_000, maxAttempts: 15, concurrency: 32 });
+    }
+  });
+
+  it('reads the settings of registered endpoints, with their defaults', () => {
+    expect(loadConfig({}).webhookEndpoints).toStrictEqual({
+      secretsKey: undefined,
+      secretOverlapMs: 86_400_000,
+      allowPrivateUrls: false,
+      perToken: 20,
+    });
+    const key = randomBytes(32);
+    expect(
+      loadConfig({
+        WEBHOOK_SECRETS_KEY: key.toString('base64'),
+        WEBHOOK_SECRET_OVERLAP_MS: '5000',
+        WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+        WEBHOOK_ENDPOINTS_PER_TOKEN: '3',
+      }).webhookEndpoints,
+    ).toStrictEqual({ secretsKey: key, secretOverlapMs: 5_000, allowPrivateUrls: true, perToken: 3 });
+  });
+
+  it.each([
+    [
+      { WEBHOOK_SECRETS_KEY: randomBytes(16).toString('base64') },
+      'WEBHOOK_SECRETS_KEY must be base64 of 32 random bytes',
+    ],
+    [{ WEBHOOK_SECRETS_KEY: 'not base64!' }, 'WEBHOOK_SECRETS_KEY must be base64 of 32 random bytes'],
+    [{ WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_URLS must be 1 or 0'],
+    [{ WEBHOOK_ENDPOINTS_PER_TOKEN: '-1' }, 'WEBHOOK_ENDPOINTS_PER_TOKEN'],
+  ])('refuses a bad endpoint setting %o', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
   });
 
   it('reads the subscribers, trimmed and without repeats, the secret and the defaults', () => {

@@ -2,6 +2,7 @@ import type { EventHubLimits } from './events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 import type { IdempotencyPolicy } from './idempotency.ts';
+import { isSecretsKey } from './webhooks/secrets.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -83,6 +84,16 @@ const EnvSchema = z.object({
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
   WEBHOOK_RETENTION_MS: z.coerce.number().int().min(0).max(31_536_000_000).default(86_400_000),
+  WEBHOOK_SECRETS_KEY: z
+    .string()
+    .optional()
+    // Never echo the value: it is a secret.
+    .refine((key) => key === undefined || isSecretsKey(key), {
+      message: 'must be base64 of 32 random bytes (e.g. openssl rand -base64 32)',
+    }),
+  WEBHOOK_SECRET_OVERLAP_MS: z.coerce.number().int().min(0).max(2_592_000_000).default(86_400_000),
+  WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(['0', '1'], { error: 'must be 1 or 0' }).default('0'),
+  WEBHOOK_ENDPOINTS_PER_TOKEN: z.coerce.number().int().min(0).max(10_000).default(20),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   REDIS_URL: z
@@ -129,12 +140,15 @@ export type StoreConfig =
       timeoutMs: number;
     };
 
-/** Delivery of the new-plant webhook (webhooks/worker.ts); set when `WEBHOOK_URLS` lists a subscriber. */
+/**
+ * Delivery of webhooks (webhooks/worker.ts): to the operator's subscribers (`WEBHOOK_URLS`) and to
+ * the endpoints tokens register. The delivery settings always apply; only the subscribers are optional.
+ */
 export type WebhookConfig = {
-  /** Subscribers: each create enqueues one delivery per URL. */
+  /** Operator subscribers: each create enqueues one delivery per URL; none when WEBHOOK_URLS is unset. */
   urls: string[];
-  /** The `whsec_…` signing secret: never log it. */
-  secret: string;
+  /** The `whsec_…` signing secret of the operator subscribers (set whenever `urls` is not empty): never log it. */
+  secret?: string;
   /** Bound on one attempt: connecting, sending and the answer's status line. */
   timeoutMs: number;
   /** Attempts before a delivery is kept as failed. */
@@ -188,8 +202,10 @@ export type Config = {
   store: StoreConfig;
   /** How long Idempotency-Keys are kept, and how long a claim may stay in flight (idempotency.ts). */
   idempotency: IdempotencyPolicy;
-  /** `undefined` when `WEBHOOK_URLS` is unset: creates enqueue nothing and no worker runs. */
-  webhooks: WebhookConfig | undefined;
+  /** Webhook delivery; `urls` is empty when `WEBHOOK_URLS` is unset. */
+  webhooks: WebhookConfig;
+  /** Endpoints registered by tokens (`/webhook-endpoints`). */
+  webhookEndpoints: WebhookEndpointsConfig;
   events: EventsConfig;
   /**
    * Bearer tokens with every scope, besides those issued with `token create`; `undefined` means
@@ -198,6 +214,22 @@ export type Config = {
   apiTokens: string[] | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
   production: boolean;
+};
+
+/** Webhook endpoints that tokens register (operations/webhook-endpoints.ts). */
+export type WebhookEndpointsConfig = {
+  /**
+   * The key that seals endpoint secrets at rest (`WEBHOOK_SECRETS_KEY`, 32 bytes); `undefined`: on
+   * SQLite one generated into `webhook-secrets.key` beside the database, on PostgreSQL none (the
+   * endpoint operations answer 503). Never log it.
+   */
+  secretsKey: Buffer | undefined;
+  /** How long the previous secret keeps signing after a rotation. */
+  secretOverlapMs: number;
+  /** `WEBHOOK_ALLOW_PRIVATE_URLS=1`: any address and plain http allowed (development, tests). */
+  allowPrivateUrls: boolean;
+  /** Most endpoints one token may register. */
+  perToken: number;
 };
 
 /** The event log and its streams (`GET /plants/events`, `plants.events`). */
@@ -259,6 +291,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     store,
     idempotency: { ttlMs: e.IDEMPOTENCY_TTL_MS, inFlightMs: e.IDEMPOTENCY_IN_FLIGHT_MS },
     webhooks: webhookConfig(e),
+    webhookEndpoints: {
+      secretsKey:
+        e.WEBHOOK_SECRETS_KEY === undefined ? undefined : Buffer.from(e.WEBHOOK_SECRETS_KEY, 'base64'),
+      secretOverlapMs: e.WEBHOOK_SECRET_OVERLAP_MS,
+      allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === '1',
+      perToken: e.WEBHOOK_ENDPOINTS_PER_TOKEN,
+    },
     events: {
       retentionMs: e.EVENTS_RETENTION_MS,
       maxStreams: e.EVENT_STREAMS_MAX,
@@ -273,9 +312,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig | undefined {
-  if (e.WEBHOOK_URLS.length === 0) return undefined;
-  if (e.WEBHOOK_SECRET === undefined) {
+function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig {
+  if (e.WEBHOOK_URLS.length > 0 && e.WEBHOOK_SECRET === undefined) {
     throw new ConfigError(
       'Invalid configuration: WEBHOOK_SECRET is required when WEBHOOK_URLS is set (deliveries are signed)',
     );
@@ -291,7 +329,7 @@ function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig | undefined 
   }
   return {
     urls: e.WEBHOOK_URLS,
-    secret: e.WEBHOOK_SECRET,
+    ...(e.WEBHOOK_URLS.length > 0 && { secret: e.WEBHOOK_SECRET }),
     timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
     backoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,

@@ -5,6 +5,7 @@ import { ApiError } from './errors.ts';
 import type { EventHub } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import { type KeyClaim, StoreUnavailableError, type PlantStore } from './store/store.ts';
+import type { EndpointSettings } from './webhooks/endpoints.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
 
 /** What an operation runs with once the caller is authenticated. */
@@ -14,6 +15,8 @@ export type OperationContext = {
   webhooks: NewPlantWebhook;
   /** The event streams of this instance. */
   events: EventHub;
+  /** Webhook endpoints' settings; without them (or their secrets key) the endpoint operations answer 503. */
+  endpoints?: EndpointSettings;
   principal: Principal;
   request: RequestScope;
   /** The Idempotency-Key this call holds, when it came with one (idempotency.ts). */

@@ -5,6 +5,7 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { createApp } from './app.ts';
 import {
+  ALL_SCOPES,
   configuredTokenName,
   createTokenVerifier,
   GENERATED_TOKEN_NAME,
@@ -19,10 +20,9 @@ import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
 import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './token-refresh.ts';
+import type { EndpointSettings } from './webhooks/endpoints.ts';
+import { generatedSecretsKey, secretBox } from './webhooks/secrets.ts';
 import { type DeliveryWorker, startDeliveryWorker } from './webhooks/worker.ts';
-
-/** API_TOKENS and the generated token may do everything. */
-const ALL_SCOPES = ['read', 'write'] as const;
 
 /** The api serving one store on one port, until `close()`. Exiting the process is main.ts's. */
 export type RunningServer = {
@@ -56,12 +56,13 @@ export async function startServer(
   const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
   const redis = await connectRedis(config, log, metrics);
   const events = createEventHub(store.events, config.events, log);
+  const endpoints = endpointSettings(config, log);
   // The OpenAPI document names the address actually listened on (PORT=0 picks one).
   let url = `http://${config.host}:${config.port}`;
   const publicUrl = () => url;
   const server = createHttpServer(
     config,
-    buildApp(config, { store, verifier, log, metrics, redis, events, publicUrl }),
+    buildApp(config, { store, verifier, log, metrics, redis, events, endpoints, publicUrl }),
   );
   try {
     url = await listen(server, config);
@@ -71,7 +72,7 @@ export async function startServer(
     throw error;
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
-  const worker = startWorker(config, store, log, metrics);
+  const worker = startWorker(config, { store, log, metrics, endpoints });
   const pruning = startPruning({
     what: 'idempotency keys',
     prune: (batch) => store.idempotencyKeys.prune(batch),
@@ -161,10 +162,11 @@ function buildApp(
     metrics: Metrics;
     redis: Redis | undefined;
     events: EventHub;
+    endpoints: EndpointSettings;
     publicUrl: () => string;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events, publicUrl } = parts;
+  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl } = parts;
   return createApp({
     store,
     verifier,
@@ -172,7 +174,8 @@ function buildApp(
     metrics,
     publicUrl,
     corsOrigins: config.corsOrigins,
-    webhookUrls: config.webhooks?.urls,
+    webhookUrls: config.webhooks.urls,
+    webhookEndpoints: endpoints,
     events: { hub: events, heartbeatMs: config.events.heartbeatMs },
     idempotency: config.idempotency,
     ...(config.rateLimit && {
@@ -214,15 +217,43 @@ async function listen(server: Server, config: Config): Promise<string> {
   return `http://${config.host}:${port}`;
 }
 
-/** The webhook delivery worker, when WEBHOOK_URLS is set. */
+/**
+ * The webhook endpoints' settings, with the key that seals their secrets: WEBHOOK_SECRETS_KEY, or
+ * on SQLite one generated once into `webhook-secrets.key` beside the database. On PostgreSQL
+ * without it there is none (instances must share one): the endpoint operations answer 503.
+ */
+function endpointSettings(config: Config, log: Logger): EndpointSettings {
+  const { secretsKey, allowPrivateUrls, perToken, secretOverlapMs } = config.webhookEndpoints;
+  let key = secretsKey;
+  if (key === undefined && config.store.kind === 'sqlite') {
+    key = generatedSecretsKey(join(dirname(resolve(config.store.path)), 'webhook-secrets.key'));
+  }
+  if (key === undefined) {
+    log.warn(
+      'no WEBHOOK_SECRETS_KEY: webhook endpoint operations answer 503 and endpoints get no deliveries (plants work)',
+    );
+  }
+  return {
+    box: key && secretBox(key),
+    policy: { allowPrivate: allowPrivateUrls },
+    perToken,
+    overlapMs: secretOverlapMs,
+  };
+}
+
+/** The webhook delivery worker: to the WEBHOOK_URLS subscribers and the registered endpoints. */
 function startWorker(
   config: Config,
-  store: PlantStore,
-  log: Logger,
-  metrics: Metrics,
-): DeliveryWorker | undefined {
-  if (!config.webhooks) return undefined;
-  const worker = startDeliveryWorker({ outbox: store.deliveries, config: config.webhooks, log, metrics });
+  parts: { store: PlantStore; log: Logger; metrics: Metrics; endpoints: EndpointSettings },
+): DeliveryWorker {
+  const { store, log, metrics, endpoints } = parts;
+  const worker = startDeliveryWorker({
+    outbox: store.deliveries,
+    config: config.webhooks,
+    log,
+    metrics,
+    endpoints: { store: store.webhookEndpoints, settings: endpoints },
+  });
   log.info({ subscribers: config.webhooks.urls.length }, 'webhook worker started');
   return worker;
 }

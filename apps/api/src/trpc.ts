@@ -18,6 +18,7 @@ import { type AnyOperation, authorize, isOperation, type Operation } from './ope
 import { toPlantEvent } from './operations/events.ts';
 import type { OperationTree } from './operations/index.ts';
 import type { PlantStore } from './store/store.ts';
+import type { EndpointSettings } from './webhooks/endpoints.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
 
 /**
@@ -30,6 +31,8 @@ export type Context = {
   webhooks: NewPlantWebhook;
   /** The event streams of this instance. */
   events: EventHub;
+  /** Webhook endpoints' settings; without them the endpoint operations answer 503. */
+  endpoints?: EndpointSettings;
   /** The request's bearer token, checked once per HTTP request (http/auth.ts). */
   auth: AuthResult;
   /** The HTTP request the call arrived in. */

@@ -159,9 +159,47 @@ const POSTGRES_RELEASED = [
   "constraint webhook_deliveries.webhook_deliveries_status_check: CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))",
 ];
 
+/**
+ * What version 7 (webhook endpoints) adds, per store, and the lines of the released schema it
+ * changes: the deliveries' new columns (SQLite shows them in the table's text) and the operator due index.
+ */
+const SQLITE_ENDPOINTS = [
+  'index sqlite_autoindex_webhook_endpoints_1: ',
+  'index webhook_deliveries_by_endpoint: CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at, id) WHERE endpoint_id IS NOT NULL',
+  "index webhook_deliveries_due_by_endpoint: CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE status = 'pending' AND endpoint_id IS NOT NULL",
+  "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending' AND endpoint_id IS NULL",
+  'index webhook_endpoints_owner: CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner, created_at)',
+  "table webhook_deliveries: CREATE TABLE webhook_deliveries ( id TEXT PRIMARY KEY, url TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')), attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL , endpoint_id TEXT, event TEXT NOT NULL DEFAULT 'plant.created' CHECK (event IN ('plant.created', 'webhook.ping')), last_response_code INTEGER)",
+  'table webhook_endpoints: CREATE TABLE webhook_endpoints ( id TEXT PRIMARY KEY, owner TEXT NOT NULL, url TEXT NOT NULL, description TEXT, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_expires_at INTEGER, created_at INTEGER NOT NULL )',
+];
+const POSTGRES_ENDPOINTS = [
+  'column webhook_deliveries.endpoint_id: text null default -',
+  "column webhook_deliveries.event: text not null default 'plant.created'::text",
+  'column webhook_deliveries.last_response_code: integer null default -',
+  'column webhook_endpoints.created_at: timestamp with time zone not null default now()',
+  'column webhook_endpoints.description: text null default -',
+  'column webhook_endpoints.id: text not null default -',
+  'column webhook_endpoints.owner: text not null default -',
+  'column webhook_endpoints.previous_secret: text null default -',
+  'column webhook_endpoints.previous_secret_expires_at: timestamp with time zone null default -',
+  'column webhook_endpoints.secret: text not null default -',
+  'column webhook_endpoints.url: text not null default -',
+  "constraint webhook_deliveries.webhook_deliveries_event_check: CHECK ((event = ANY (ARRAY['plant.created'::text, 'webhook.ping'::text])))",
+  'constraint webhook_endpoints.webhook_endpoints_pkey: PRIMARY KEY (id)',
+  'index webhook_deliveries_by_endpoint: CREATE INDEX webhook_deliveries_by_endpoint ON public.webhook_deliveries USING btree (endpoint_id, created_at, id) WHERE (endpoint_id IS NOT NULL)',
+  "index webhook_deliveries_due_by_endpoint: CREATE INDEX webhook_deliveries_due_by_endpoint ON public.webhook_deliveries USING btree (endpoint_id, next_attempt_at) WHERE ((status = 'pending'::text) AND (endpoint_id IS NOT NULL))",
+  "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON public.webhook_deliveries USING btree (url, next_attempt_at) WHERE ((status = 'pending'::text) AND (endpoint_id IS NULL))",
+  'index webhook_endpoints_owner: CREATE INDEX webhook_endpoints_owner ON public.webhook_endpoints USING btree (owner, created_at)',
+  'index webhook_endpoints_pkey: CREATE UNIQUE INDEX webhook_endpoints_pkey ON public.webhook_endpoints USING btree (id)',
+];
+/** The released lines version 7 replaces. */
+const CHANGED_BY_ENDPOINTS = ['index webhook_deliveries_due_by_url:', 'table webhook_deliveries:'];
+const unchanged = (lines: string[]) =>
+  lines.filter((line) => !CHANGED_BY_ENDPOINTS.some((prefix) => line.startsWith(prefix)));
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: [...SQLITE_RELEASED, ...SQLITE_EVENT_LOG].sort(),
+  current: [...unchanged(SQLITE_RELEASED), ...SQLITE_EVENT_LOG, ...SQLITE_ENDPOINTS].sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -191,7 +229,7 @@ const sqliteLeg: Leg = {
 
 const postgresLeg: Leg = {
   name: 'PostgreSQL',
-  current: [...POSTGRES_RELEASED, ...POSTGRES_EVENT_LOG].sort(),
+  current: [...unchanged(POSTGRES_RELEASED), ...POSTGRES_EVENT_LOG, ...POSTGRES_ENDPOINTS].sort(),
   async open() {
     const store = await postgresTestStore.setup();
     const url = store.env.DATABASE_URL!;

@@ -45,7 +45,13 @@ export const NewWebhookEndpointSchema = z
         .optional()
         .meta({ description: 'A note for the endpoint’s owner' }),
     },
-    { error: 'must be a JSON object' },
+    {
+      // .strict() reports unknown fields through the object's error too.
+      error: (iss) =>
+        iss.code === 'unrecognized_keys'
+          ? `has an unknown field: ${iss.keys.join(', ')}`
+          : 'must be a JSON object',
+    },
   )
   .strict()
   .meta({ id: 'NewWebhookEndpoint' });
@@ -64,13 +70,11 @@ export const WebhookEndpointSchema = z
 
 export type WebhookEndpoint = z.infer<typeof WebhookEndpointSchema>;
 
-const secret = z
-  .string()
-  .meta({
-    description:
-      'The Standard Webhooks signing secret (`whsec_` and base64). Shown in this answer only: keep it.',
-    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  });
+const secret = z.string().meta({
+  description:
+    'The Standard Webhooks signing secret (`whsec_` and base64). Shown in this answer only: keep it.',
+  example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+});
 
 /** The answer to registering an endpoint: the endpoint and, this once, its secret. */
 export const CreatedWebhookEndpointSchema = WebhookEndpointSchema.extend({ secret }).meta({
@@ -105,10 +109,7 @@ export const WebhookDeliverySchema = z
       .int32()
       .nullable()
       .meta({ description: 'The HTTP status of the latest attempt, or null (none yet, or no answer)' }),
-    lastError: z
-      .string()
-      .nullable()
-      .meta({ description: 'Why the latest attempt failed, or null' }),
+    lastError: z.string().nullable().meta({ description: 'Why the latest attempt failed, or null' }),
     nextAttemptAt: at('When the next attempt is due, or null when none is (delivered or failed)').nullable(),
     createdAt: at('When the delivery was enqueued (RFC 3339, UTC)'),
   })

@@ -3,7 +3,7 @@ import { getPathParameters } from 'trpc-to-openapi';
 import { z } from 'zod';
 import type { AnyOperation } from '../operation.ts';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
-import type { RestRoute } from './rest.ts';
+import { type RestRoute, takesBody } from './rest.ts';
 
 const SECURITY_SCHEME = 'bearerAuth';
 
@@ -27,7 +27,8 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
       version: '1.0.0',
       description:
         'A plant store over HTTP. Every plant operation needs a bearer token with the scope it names ' +
-        '(`read` or `write`); the probes `/healthz` and `/readyz` need none.',
+        '(`read` or `write`), every webhook endpoint operation one with the `webhooks` scope; the probes ' +
+        '`/healthz` and `/readyz` need none.',
       license: { name: 'MIT', identifier: 'MIT' },
       contact: { name: 'Plant Store maintainers' },
     },
@@ -35,6 +36,11 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
     security: [{ [SECURITY_SCHEME]: [] }],
     tags: [
       { name: 'plants', description: 'Plant records' },
+      {
+        name: 'webhook-endpoints',
+        description:
+          'Endpoints a token registers to receive webhooks, with its own signing secret (needs the `webhooks` scope)',
+      },
       { name: 'operations', description: 'Probes for load balancers; no token needed' },
       { name: 'webhooks', description: 'Requests this service sends to the subscribers in WEBHOOK_URLS' },
     ],
@@ -47,7 +53,7 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
           scheme: 'bearer',
           description:
             'A bearer token: one the operator configured (`API_TOKENS`, or the token the service generated on ' +
-            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`).',
+            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`, `webhooks`).',
         },
       },
     },
@@ -157,7 +163,7 @@ function describe(
   const shape = input instanceof z.ZodObject ? (input.shape as Record<string, z.ZodType>) : {};
   const pick = (keys: string[]) =>
     z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
-  const inBody = method === 'post';
+  const inBody = takesBody(method, path);
   const header = openapi.requestHeaders && { header: openapi.requestHeaders };
   return {
     operationId: openapi.operationId,

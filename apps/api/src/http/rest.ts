@@ -1,6 +1,6 @@
 import { stringifyJson } from '@plant-store/schema';
 import type { Context, Middleware } from 'koa';
-import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
+import { getPathParameters, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import { ApiError, describeIssues, methodNotAllowed } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
 import { type IdempotencyPolicy, parseIdempotencyKey, runWithKey } from '../idempotency.ts';
@@ -16,7 +16,10 @@ export type RestRoute = {
   path: string;
   pattern: RegExp;
   operation: AnyOperation;
-  /** Whether the input is the JSON body (POST) or the path and query parameters. */
+  /**
+   * Whether the input is the JSON body (a POST to a fixed path) or the path and query parameters
+   * (any other: a POST to `/…/{id}/action` acts on what its path names, with no body).
+   */
   inputFromBody: boolean;
   decoders: ReturnType<typeof paramDecoders>;
 };
@@ -32,7 +35,7 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
   );
   return sorted.map(({ operation }) => {
     const { method, path } = operation.openapi;
-    const inputFromBody = method === 'POST';
+    const inputFromBody = takesBody(method, path);
     return {
       method,
       path: normalizePath(path),
@@ -53,7 +56,7 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
  */
 export function restAdapter(
   routes: RestRoute[],
-  deps: Pick<OperationContext, 'store' | 'webhooks' | 'events'> & {
+  deps: Pick<OperationContext, 'store' | 'webhooks' | 'events' | 'endpoints'> & {
     heartbeatMs: number;
     idempotency: IdempotencyPolicy;
   },
@@ -91,8 +94,8 @@ export function restAdapter(
       const where = route.inputFromBody ? 'request body' : 'request parameters';
       throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
     }
-    const { store, webhooks, events } = deps;
-    const context = { store, webhooks, events, principal, request };
+    const { store, webhooks, events, endpoints } = deps;
+    const context = { store, webhooks, events, endpoints, principal, request };
     let output: unknown;
     if (key === undefined) output = await route.operation.run(context, parsed.data);
     else {
@@ -120,6 +123,11 @@ export function restAdapter(
       ctx.body = stringifyJson(presented.body);
     }
   };
+}
+
+/** Whether an operation's input is its JSON body: a POST to a path without parameters. */
+export function takesBody(method: string, path: string): boolean {
+  return method.toUpperCase() === 'POST' && getPathParameters(normalizePath(path)).length === 0;
 }
 
 /**

@@ -1,6 +1,16 @@
 import { type AnyOperation, isOperation } from '../operation.ts';
 import { plantEvents } from './events.ts';
 import { createPlant, deletePlant, getPlant, listPlants } from './plants.ts';
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  getWebhookEndpoint,
+  listWebhookDeliveries,
+  listWebhookEndpoints,
+  pingWebhookEndpoint,
+  redeliverWebhook,
+  rotateWebhookSecret,
+} from './webhook-endpoints.ts';
 
 /**
  * Every operation of the api, by tRPC path (`plants.create`): the one registry. The tRPC router
@@ -14,6 +24,16 @@ export const operations = {
     get: getPlant,
     delete: deletePlant,
     events: plantEvents,
+  },
+  webhookEndpoints: {
+    create: createWebhookEndpoint,
+    list: listWebhookEndpoints,
+    get: getWebhookEndpoint,
+    delete: deleteWebhookEndpoint,
+    rotateSecret: rotateWebhookSecret,
+    deliveries: listWebhookDeliveries,
+    redeliver: redeliverWebhook,
+    ping: pingWebhookEndpoint,
   },
 };
 

@@ -12,6 +12,7 @@ import { ApiError } from '../errors.ts';
 import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
 import { defineOperation, storeCall } from '../operation.ts';
+import { newPlantPayload } from '../webhooks/event.ts';
 
 /** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
 const KEY_ERRORS = {
@@ -68,7 +69,13 @@ export const createPlant = defineOperation({
     const { store, webhooks } = ctx;
     const answer = withTag({ name: plant.name }, plant.tag);
     const created = await storeCall(() =>
-      store.create(plant, webhooks.deliveriesFor(plant), keyedAnswer(ctx, 200, answer)),
+      // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
+      store.create(
+        plant,
+        webhooks.deliveriesFor(plant),
+        keyedAnswer(ctx, 200, answer),
+        newPlantPayload(plant),
+      ),
     );
     if (!created) throw new ApiError('conflict', `A plant with id ${plant.id} already exists.`);
     return answer;

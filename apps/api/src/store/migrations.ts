@@ -138,6 +138,52 @@ export const migrations: readonly Migration[] = [
     `,
     down: 'DROP TABLE idempotency_keys',
   },
+  {
+    version: 7,
+    name: 'create webhook endpoints',
+    // Endpoints third parties register (operations/webhook-endpoints.ts), owned by a token's name.
+    // `secret` and `previous_secret` hold only sealed secrets (webhooks/secrets.ts); the previous
+    // one signs alongside until `previous_secret_expires_at`. A delivery to an endpoint carries its
+    // `endpoint_id` (NULL: an operator subscriber of WEBHOOK_URLS) and a copy of its URL; deleting
+    // an endpoint deletes its deliveries in the same transaction (no foreign key: a create fanning
+    // out to an endpoint being deleted must not fail). Operator and endpoint deliveries are claimed
+    // through their own due indexes, so neither kind walks past the other's rows.
+    up: (dialect) => `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        url TEXT NOT NULL,
+        description TEXT,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_secret_expires_at ${time[dialect]},
+        created_at ${stamped[dialect]}
+      );
+      CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner, created_at);
+      ALTER TABLE webhook_deliveries ADD COLUMN endpoint_id TEXT;
+      ALTER TABLE webhook_deliveries ADD COLUMN event TEXT NOT NULL DEFAULT 'plant.created'
+        CHECK (event IN ('plant.created', 'webhook.ping'));
+      ALTER TABLE webhook_deliveries ADD COLUMN last_response_code INTEGER;
+      DROP INDEX webhook_deliveries_due_by_url;
+      CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at)
+        WHERE status = 'pending' AND endpoint_id IS NULL;
+      CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, next_attempt_at)
+        WHERE status = 'pending' AND endpoint_id IS NOT NULL;
+      CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at, id)
+        WHERE endpoint_id IS NOT NULL;
+    `,
+    down: `
+      DELETE FROM webhook_deliveries WHERE endpoint_id IS NOT NULL;
+      DROP INDEX webhook_deliveries_by_endpoint;
+      DROP INDEX webhook_deliveries_due_by_endpoint;
+      DROP INDEX webhook_deliveries_due_by_url;
+      CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending';
+      ALTER TABLE webhook_deliveries DROP COLUMN last_response_code;
+      ALTER TABLE webhook_deliveries DROP COLUMN event;
+      ALTER TABLE webhook_deliveries DROP COLUMN endpoint_id;
+      DROP TABLE webhook_endpoints;
+    `,
+  },
 ];
 
 /** The newest schema version. */

@@ -16,6 +16,7 @@ import {
   type StoredEvent,
   StoreUnavailableError,
   type TokenStore,
+  type WebhookEndpointStore,
 } from './store.ts';
 
 export type PostgresStoreOptions = {
@@ -34,6 +35,7 @@ type PageRow = fromRow.PlantRow & { candidates: bigint };
 type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
+  endpointPayload: string | undefined;
   resolve(inserted: boolean): void;
   reject(error: unknown): void;
 };
@@ -64,12 +66,26 @@ function appendEvents(type: StoredEvent['type'], changed: string): string {
 }
 
 /**
+ * One `plant.created` delivery per registered endpoint for each row of `created` that has a payload
+ * in `payloads` (a FROM item `p` of `plant_id, payload`): the endpoints as this statement sees the table.
+ */
+function fanOut(payloads: string): string {
+  return `
+  fanned_out AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), endpoint.id, endpoint.url, 'plant.created', p.payload
+    FROM ${payloads} JOIN created ON created.id = p.plant_id CROSS JOIN webhook_endpoints AS endpoint
+  )`;
+}
+
+/**
  * Group commit: the creates of one batch (see `openPostgresStore`) in one statement, so one
  * transaction and one durable COMMIT: the plants, their events and their deliveries together.
  * `$1`–`$3` are the plants' ids, names and tags, one array per column (unnest zips them back into
- * rows); `$4`–`$7` the deliveries' plant ids, ids, URLs and payloads. A plant whose id exists inserts,
- * appends and enqueues nothing; the ids answered are the plants inserted. Ids come sorted, so
- * concurrent batches take row locks in one order (no deadlock).
+ * rows); `$4`–`$7` the deliveries' plant ids, ids, URLs and payloads; `$8`–`$9` the plants' ids and
+ * endpoint payloads (see `fanOut`). A plant whose id exists inserts, appends and enqueues nothing;
+ * the ids answered are the plants inserted. Ids come sorted, so concurrent batches take row locks in
+ * one order (no deadlock).
  */
 const CREATE_BATCH = `
   WITH created AS (
@@ -83,6 +99,7 @@ const CREATE_BATCH = `
     FROM unnest($4::int8[], $5::text[], $6::text[], $7::text[]) AS delivery (plant_id, id, url, payload)
     JOIN created ON created.id = delivery.plant_id
   ),
+  ${fanOut('unnest($8::int8[], $9::text[]) AS p (plant_id, payload)')},
   ${appendEvents('plant.created', 'created')}`;
 
 /** Most creates one batch carries; more wait for the next batch. */
@@ -118,17 +135,23 @@ const PRUNE_EVENTS = `
  * lease's end hides them from later claims until then. Times come from the server's clock, which
  * every instance shares.
  */
-const CLAIM = `
+function claimOf(where: string): string {
+  return `
   UPDATE webhook_deliveries
   SET attempts = attempts + 1, next_attempt_at = now() + $3::bigint * interval '1 millisecond', updated_at = now()
   WHERE id IN (
     SELECT id FROM webhook_deliveries
-    WHERE status = 'pending' AND url = $1 AND next_attempt_at <= now()
+    WHERE status = 'pending' AND ${where} AND next_attempt_at <= now()
     ORDER BY next_attempt_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
   )
-  RETURNING id, url, payload, attempts, created_at`;
+  RETURNING id, url, payload, attempts, created_at, endpoint_id, event`;
+}
+/** `$1` the operator URL. */
+const CLAIM = claimOf('endpoint_id IS NULL AND url = $1');
+/** `$1` the endpoint's id. */
+const CLAIM_FOR_ENDPOINT = claimOf('endpoint_id = $1');
 
 /** Claims handed back unattempted: `$1` their ids, `$2` the attempts each claim returned. */
 const RELEASE = `
@@ -143,17 +166,30 @@ const RELEASE = `
  */
 const PENDING_URLS = `
   WITH RECURSIVE urls (url) AS (
-    SELECT min(url) FROM webhook_deliveries WHERE status = 'pending'
+    SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NULL
     UNION ALL
-    SELECT (SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND url > urls.url)
+    SELECT (SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NULL AND url > urls.url)
     FROM urls WHERE urls.url IS NOT NULL
   )
   SELECT url FROM urls WHERE url IS NOT NULL LIMIT $1`;
 
-/** Each count walks at most `$1` entries of its partial index. */
+/** The same over webhook_deliveries_due_by_endpoint: the endpoints with pending deliveries. */
+const PENDING_ENDPOINTS = `
+  WITH RECURSIVE endpoints (id) AS (
+    SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NOT NULL
+    UNION ALL
+    SELECT (SELECT min(endpoint_id) FROM webhook_deliveries
+            WHERE status = 'pending' AND endpoint_id IS NOT NULL AND endpoint_id > endpoints.id)
+    FROM endpoints WHERE endpoints.id IS NOT NULL
+  )
+  SELECT id FROM endpoints WHERE id IS NOT NULL LIMIT $1`;
+
+/** Each count walks at most `$1` entries of its partial index (pending: of each of the two). */
 const DEPTH = `
   SELECT
-    (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' ORDER BY url, next_attempt_at LIMIT $1) AS p) AS pending,
+    LEAST($1,
+      (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NULL ORDER BY url, next_attempt_at LIMIT $1) AS p)
+      + (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NOT NULL ORDER BY endpoint_id, next_attempt_at LIMIT $1) AS e)) AS pending,
     (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'failed' ORDER BY created_at LIMIT $1) AS f) AS failed`;
 
 /** Oldest first, at most `$2` rows; rows another instance is pruning right now are left to it. */
@@ -232,7 +268,10 @@ function keyedChange(type: StoredEvent['type'], change: string): string {
       (SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended LIMIT 1) AS notified`;
 }
 
-/** `$6`–`$8` the plant; `$9`–`$11` its deliveries' ids, URLs and payloads, one array per column. */
+/**
+ * `$6`–`$8` the plant; `$9`–`$11` its deliveries' ids, URLs and payloads, one array per column;
+ * `$12` the endpoints' payload (NULL: none, see `fanOut`).
+ */
 const KEYED_CREATE = keyedChange(
   'plant.created',
   `
@@ -240,12 +279,41 @@ const KEYED_CREATE = keyedChange(
       INSERT INTO plants (id, name, tag) SELECT $6::bigint, $7::text, $8::text FROM held
       ON CONFLICT (id) DO NOTHING RETURNING id, name, tag
     ),
+    created AS (SELECT id FROM changed),
     enqueued AS (
       INSERT INTO webhook_deliveries (id, url, payload)
       SELECT delivery.id, delivery.url, delivery.payload
       FROM changed, unnest($9::text[], $10::text[], $11::text[]) AS delivery (id, url, payload)
-    )`,
+    ),
+    ${fanOut('(SELECT $6::bigint AS plant_id, $12::text AS payload WHERE $12::text IS NOT NULL) AS p')}`,
 );
+
+const ENDPOINT_COLUMNS =
+  'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at';
+const ENDPOINT_DELIVERY_COLUMNS =
+  'id, event, status, attempts, last_response_code, last_error, next_attempt_at, created_at';
+
+/** An endpoint and its deliveries, in one statement: `$1` the id, `$2` the owner. */
+const DELETE_ENDPOINT = `
+  WITH gone AS (DELETE FROM webhook_endpoints WHERE id = $1 AND owner = $2 RETURNING id),
+  deliveries AS (DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM gone))
+  SELECT id FROM gone`;
+
+/** The endpoint summaries of the admin listing; `$1` an owner, or NULL for every endpoint. */
+const ENDPOINT_SUMMARIES = `
+  SELECT e.id, e.owner, e.url, e.description, e.created_at,
+    (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
+    (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
+  FROM webhook_endpoints AS e
+  WHERE $1::text IS NULL OR e.owner = $1
+  ORDER BY e.created_at, e.id`;
+
+/**
+ * The advisory lock a registration holds while it counts and inserts an owner's endpoints, so
+ * concurrent registrations of one owner (on any instance) never pass the limit together: any fixed
+ * int4 no other application takes, with the owner's hash as the second key.
+ */
+const ENDPOINTS_LOCK_KEY = 723491773;
 
 /** `$6` the id. */
 const KEYED_DELETE = keyedChange(
@@ -499,15 +567,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   let flushScheduled = false;
   let runningBatches = 0;
 
-  function enqueueCreate(plant: NewPlant, outbox: readonly NewDelivery[]): Promise<boolean> {
+  function enqueueCreate(
+    plant: NewPlant,
+    outbox: readonly NewDelivery[],
+    endpointPayload: string | undefined,
+  ): Promise<boolean> {
     const earlier = queuedIds.get(plant.id);
     if (earlier !== undefined) {
       // Decided once the earlier create of this id has committed (or failed).
-      const again = () => enqueueCreate(plant, outbox);
+      const again = () => enqueueCreate(plant, outbox, endpointPayload);
       return earlier.then(again, again);
     }
     const created = new Promise<boolean>((resolve, reject) => {
-      queued.push({ plant, outbox, resolve, reject });
+      queued.push({ plant, outbox, endpointPayload, resolve, reject });
     });
     queuedIds.set(plant.id, created);
     scheduleFlush();
@@ -565,14 +637,32 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       deliveries.map(({ delivery }) => delivery.id),
       deliveries.map(({ delivery }) => delivery.url),
       deliveries.map(({ delivery }) => delivery.payload),
+      ...endpointPayloads(batch),
     ]);
     return new Set(rows.map((row) => row.id));
   }
 
+  /** `$8`, `$9` of CREATE_BATCH: the plants that fan out to the endpoints, and their payloads. */
+  function endpointPayloads(batch: PendingCreate[]): [string[], string[]] {
+    const fanning = batch.filter((entry) => entry.endpointPayload !== undefined);
+    return [
+      fanning.map((entry) => entry.plant.id.toString()),
+      fanning.map((entry) => entry.endpointPayload!),
+    ];
+  }
+
   const deliveries: DeliveryOutbox = {
-    claim: ({ url, limit, leaseMs }) =>
+    claim: (options) =>
       call(async () => {
-        const { rows } = await query<fromRow.DeliveryRow>('deliveries-claim', CLAIM, [url, limit, leaseMs]);
+        const { limit, leaseMs } = options;
+        const { rows } =
+          'url' in options
+            ? await query<fromRow.DeliveryRow>('deliveries-claim', CLAIM, [options.url, limit, leaseMs])
+            : await query<fromRow.DeliveryRow>('deliveries-claim-endpoint', CLAIM_FOR_ENDPOINT, [
+                options.endpointId,
+                limit,
+                leaseMs,
+              ]);
         return rows.map(fromRow.toDelivery);
       }),
     pendingUrls: ({ limit }) =>
@@ -580,12 +670,21 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         const { rows } = await query<{ url: string }>('deliveries-pending-urls', PENDING_URLS, [limit]);
         return rows.map((row) => row.url);
       }),
-    markDelivered: (ids) =>
+    pendingEndpoints: ({ limit }) =>
+      rowsOf<{ id: string }, string>(
+        'deliveries-pending-endpoints',
+        PENDING_ENDPOINTS,
+        [limit],
+        (row) => row.id,
+      ),
+    markDelivered: (ids, responseCodes) =>
       call(async () => {
         await query(
           'deliveries-delivered',
-          "UPDATE webhook_deliveries SET status = 'delivered', updated_at = now() WHERE id = ANY($1::text[]) AND status = 'pending'",
-          [ids],
+          `UPDATE webhook_deliveries AS d SET status = 'delivered', updated_at = now(), last_response_code = outcome.code
+           FROM unnest($1::text[], $2::int[]) AS outcome (id, code)
+           WHERE d.id = outcome.id AND d.status = 'pending'`,
+          [ids, ids.map((_, i) => responseCodes?.[i] ?? null)],
         );
       }),
     release: (claims) =>
@@ -595,24 +694,92 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           claims.map((claim) => claim.attempts),
         ]);
       }),
-    retry: (id, { delayMs, error }) =>
+    retry: (id, { delayMs, error, responseCode }) =>
       call(async () => {
         await query(
           'deliveries-retry',
           `UPDATE webhook_deliveries
-           SET next_attempt_at = now() + $2::bigint * interval '1 millisecond', last_error = $3, updated_at = now()
+           SET next_attempt_at = now() + $2::bigint * interval '1 millisecond', last_error = $3,
+               last_response_code = $4, updated_at = now()
            WHERE id = $1 AND status = 'pending'`,
-          [id, delayMs, error],
+          [id, delayMs, error, responseCode ?? null],
         );
       }),
-    markFailed: (id, error) =>
+    markFailed: (id, error, responseCode) =>
       call(async () => {
         await query(
           'deliveries-failed',
-          "UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now() WHERE id = $1 AND status = 'pending'",
-          [id, error],
+          `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, last_response_code = $3, updated_at = now()
+           WHERE id = $1 AND status = 'pending'`,
+          [id, error, responseCode ?? null],
         );
       }),
+    enqueue: async ({ id, endpointId, url, event, payload }) =>
+      (
+        await rowsOf(
+          'deliveries-enqueue',
+          `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload) VALUES ($1, $2, $3, $4, $5)
+           RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`,
+          [id, endpointId, url, event, payload],
+          fromRow.toEndpointDelivery,
+        )
+      )[0]!,
+    redeliver: async ({ id, endpointId }) =>
+      (
+        await rowsOf(
+          'deliveries-redeliver',
+          `UPDATE webhook_deliveries
+           SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL,
+               last_response_code = NULL, updated_at = now()
+           WHERE id = $1 AND endpoint_id = $2
+           RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`,
+          [id, endpointId],
+          fromRow.toEndpointDelivery,
+        )
+      )[0],
+    listForEndpoint: ({ endpointId, limit, before }) =>
+      call(async () => {
+        let rows: fromRow.EndpointDeliveryRow[];
+        const select = `SELECT ${ENDPOINT_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1`;
+        const order = 'ORDER BY created_at DESC, id DESC LIMIT $2';
+        if (before === undefined) {
+          rows = (
+            await query<fromRow.EndpointDeliveryRow>('deliveries-of-endpoint', `${select} ${order}`, [
+              endpointId,
+              limit + 1,
+            ])
+          ).rows;
+        } else {
+          const cursor = await query(
+            'deliveries-of-endpoint-cursor',
+            'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2',
+            [before, endpointId],
+          );
+          if (cursor.rowCount === 0) return undefined;
+          rows = (
+            await query<fromRow.EndpointDeliveryRow>(
+              'deliveries-of-endpoint-before',
+              `${select} AND (created_at, id) < (SELECT created_at, id FROM webhook_deliveries WHERE id = $3) ${order}`,
+              [endpointId, limit + 1, before],
+            )
+          ).rows;
+        }
+        return {
+          deliveries: rows.slice(0, limit).map(fromRow.toEndpointDelivery),
+          more: rows.length > limit,
+        };
+      }),
+    discardOrphans: (endpointId) =>
+      call(
+        async () =>
+          (
+            await query(
+              'deliveries-discard-orphans',
+              'DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)',
+              [endpointId],
+            )
+          ).rowCount ?? 0,
+      ),
     listFailed: ({ limit }) =>
       call(async () => {
         const { rows } = await query<fromRow.FailedRow>(
@@ -646,6 +813,91 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }),
   };
 
+  const webhookEndpoints: WebhookEndpointStore = {
+    create: ({ id, owner, url, description, secret }, { maxPerOwner }) =>
+      call(() =>
+        transaction(async (run) => {
+          await run('SELECT pg_advisory_xact_lock($1, hashtext($2))', [ENDPOINTS_LOCK_KEY, owner]);
+          const { rows } = await run<fromRow.EndpointRow>(
+            `INSERT INTO webhook_endpoints (id, owner, url, description, secret)
+             SELECT $1, $2, $3, $4, $5
+             WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = $2) < $6
+             RETURNING ${ENDPOINT_COLUMNS}`,
+            [id, owner, url, description, secret, maxPerOwner],
+          );
+          return rows[0] === undefined ? false : fromRow.toEndpoint(rows[0]);
+        }),
+      ),
+    list: (owner) =>
+      rowsOf(
+        'endpoints-list',
+        `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE owner = $1 ORDER BY created_at, id`,
+        [owner],
+        fromRow.toEndpoint,
+      ),
+    get: async (id, owner) =>
+      (
+        await rowsOf(
+          'endpoints-get',
+          `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR owner = $2)`,
+          [id, owner ?? null],
+          fromRow.toEndpoint,
+        )
+      )[0],
+    delete: (id, owner) => changedOne('endpoints-delete', DELETE_ENDPOINT, [id, owner]),
+    rotate: async (id, owner, { secret, overlapMs }) =>
+      (
+        await rowsOf(
+          'endpoints-rotate',
+          `UPDATE webhook_endpoints
+           SET previous_secret = secret, previous_secret_expires_at = now() + $4::bigint * interval '1 millisecond',
+               secret = $3
+           WHERE id = $1 AND owner = $2
+           RETURNING ${ENDPOINT_COLUMNS}`,
+          [id, owner, secret, overlapMs],
+          fromRow.toEndpoint,
+        )
+      )[0],
+    summaries: ({ owner }) =>
+      rowsOf('endpoints-summaries', ENDPOINT_SUMMARIES, [owner ?? null], fromRow.toEndpointSummary),
+  };
+
+  /**
+   * Runs `work` in one transaction on one pooled connection, within the call's time bound; its
+   * statements are run with `run`. Rolled back when `work` throws.
+   */
+  async function transaction<T>(
+    work: (
+      run: <R extends pg.QueryResultRow>(text: string, values: unknown[]) => Promise<pg.QueryResult<R>>,
+    ) => Promise<T>,
+  ): Promise<T> {
+    const deadline = performance.now() + timeoutMs;
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (cause) {
+      throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
+    }
+    const run = <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
+      client.query<R>({
+        text,
+        values,
+        query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
+      } as pg.QueryConfig);
+    try {
+      await run('BEGIN');
+      const result = await work(run);
+      await run('COMMIT');
+      client.release();
+      return result;
+    } catch (cause) {
+      const error = toStoreError(cause);
+      await client.query('ROLLBACK').catch(() => {});
+      client.release(error instanceof StoreUnavailableError ? error : undefined);
+      throw error;
+    }
+  }
+
   const tokens: TokenStore = {
     create: ({ name, digest, scopes }) =>
       changedOne(
@@ -665,7 +917,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   };
 
   return {
-    create: (plant: NewPlant, outbox: readonly NewDelivery[] = [], answer?: KeyedAnswer) =>
+    create: (
+      plant: NewPlant,
+      outbox: readonly NewDelivery[] = [],
+      answer?: KeyedAnswer,
+      endpointPayload?: string,
+    ) =>
       call(() =>
         // A keyed create goes on its own: its statement also checks and completes its key.
         answer
@@ -676,8 +933,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
               outbox.map((delivery) => delivery.id),
               outbox.map((delivery) => delivery.url),
               outbox.map((delivery) => delivery.payload),
+              endpointPayload ?? null,
             ])
-          : enqueueCreate(plant, outbox),
+          : enqueueCreate(plant, outbox, endpointPayload),
       ),
     delete: (id, answer) =>
       call(async () => {
@@ -717,6 +975,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     deliveries,
     tokens,
     idempotencyKeys,
+    webhookEndpoints,
     close() {
       closing ??= (async () => {
         // Calls already running finish (their answers are delivered) before the pool ends.

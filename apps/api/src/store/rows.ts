@@ -1,5 +1,9 @@
 import {
   type Delivery,
+  type DeliveryEvent,
+  type EndpointDelivery,
+  type EndpointSummary,
+  type StoredEndpoint,
   type FailedDelivery,
   parseScopes,
   type StoredEvent,
@@ -29,6 +33,36 @@ export type DeliveryRow = {
   payload: string;
   attempts: number | bigint;
   created_at: Time;
+  /** Read by claims only; NULL for WEBHOOK_URLS subscribers. */
+  endpoint_id?: string | null;
+  event?: DeliveryEvent;
+};
+export type EndpointDeliveryRow = {
+  id: string;
+  event: DeliveryEvent;
+  status: EndpointDelivery['status'];
+  attempts: number | bigint;
+  last_response_code: number | bigint | null;
+  last_error: string | null;
+  next_attempt_at: Time;
+  created_at: Time;
+};
+export type EndpointRow = {
+  id: string;
+  owner: string;
+  url: string;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Time | null;
+  created_at: Time;
+};
+export type EndpointSummaryRow = Omit<
+  EndpointRow,
+  'secret' | 'previous_secret' | 'previous_secret_expires_at'
+> & {
+  pending: number | bigint | string;
+  failed: number | bigint | string;
 };
 export type FailedRow = DeliveryRow & { last_error: string; updated_at: Time };
 export type TokenRow = {
@@ -57,7 +91,54 @@ export function toEvent(row: EventRow): StoredEvent {
 
 export function toDelivery(row: DeliveryRow): Delivery {
   const { id, url, payload } = row;
-  return { id, url, payload, attempts: Number(row.attempts), createdAt: toDate(row.created_at) };
+  const delivery: Delivery = {
+    id,
+    url,
+    payload,
+    attempts: Number(row.attempts),
+    createdAt: toDate(row.created_at),
+  };
+  if (row.endpoint_id) delivery.endpoint = { id: row.endpoint_id, event: row.event ?? 'plant.created' };
+  return delivery;
+}
+
+export function toEndpointDelivery(row: EndpointDeliveryRow): EndpointDelivery {
+  return {
+    id: row.id,
+    event: row.event,
+    status: row.status,
+    attempts: Number(row.attempts),
+    lastResponseCode: row.last_response_code === null ? null : Number(row.last_response_code),
+    lastError: row.last_error,
+    nextAttemptAt: row.status === 'pending' ? toDate(row.next_attempt_at) : null,
+    createdAt: toDate(row.created_at),
+  };
+}
+
+export function toEndpoint(row: EndpointRow): StoredEndpoint {
+  return {
+    id: row.id,
+    owner: row.owner,
+    url: row.url,
+    description: row.description,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt:
+      row.previous_secret_expires_at === null ? null : toDate(row.previous_secret_expires_at),
+    createdAt: toDate(row.created_at),
+  };
+}
+
+export function toEndpointSummary(row: EndpointSummaryRow): EndpointSummary {
+  return {
+    id: row.id,
+    owner: row.owner,
+    url: row.url,
+    description: row.description,
+    createdAt: toDate(row.created_at),
+    pending: Number(row.pending),
+    failed: Number(row.failed),
+  };
 }
 
 export function toFailedDelivery(row: FailedRow): FailedDelivery {

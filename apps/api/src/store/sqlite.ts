@@ -5,11 +5,17 @@ import Database from 'better-sqlite3';
 import { makePrivate } from './private-files.ts';
 import {
   type DeliveryRow,
+  type EndpointDeliveryRow,
+  type EndpointRow,
+  type EndpointSummaryRow,
   type EventRow,
   type FailedRow,
   type PlantRow,
   type TokenRow,
   toDelivery,
+  toEndpoint,
+  toEndpointDelivery,
+  toEndpointSummary,
   toEvent,
   toFailedDelivery,
   toPlant,
@@ -20,6 +26,7 @@ import { migrateSqlite } from './sqlite-migrate.ts';
 import {
   type ClaimOutcome,
   type Delivery,
+  type DeliveryEvent,
   type DeliveryOutbox,
   type EventLog,
   type IdempotencyKeyStore,
@@ -29,27 +36,36 @@ import {
   type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantStore,
+  type StoredEndpoint,
   type StoredPlant,
   type StoredToken,
   StoreUnavailableError,
+  type Subscriber,
   type TokenStore,
   textBytes,
+  type WebhookEndpointStore,
 } from './store.ts';
 
 /** One write in a group commit; `apply` documents each one's result. */
 type Write =
-  | { create: NewPlant; outbox: readonly NewDelivery[]; answer?: KeyedAnswer }
+  | { create: NewPlant; outbox: readonly NewDelivery[]; answer?: KeyedAnswer; endpointPayload?: string }
   | { delete: bigint; answer?: KeyedAnswer }
   | { claimKey: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number } }
   | { releaseKey: KeyClaim }
   | { pruneKeys: { olderThanMs: number; limit: number } }
-  | { claim: { url: string; limit: number; leaseMs: number } }
+  | { claim: Subscriber & { limit: number; leaseMs: number } }
   | { prune: { olderThanMs: number; limit: number } }
   | { pruneEvents: { olderThanMs: number; limit: number } }
-  | { delivered: readonly string[] }
+  | { delivered: readonly string[]; responseCodes?: readonly number[] }
   | { release: readonly Pick<Delivery, 'id' | 'attempts'>[] }
-  | { retry: { id: string; delayMs: number; error: string } }
-  | { failed: { id: string; error: string } }
+  | { retry: { id: string; delayMs: number; error: string; responseCode?: number } }
+  | { failed: { id: string; error: string; responseCode?: number } }
+  | { enqueue: NewDelivery & { endpointId: string; event: DeliveryEvent } }
+  | { redeliver: { id: string; endpointId: string } }
+  | { discardOrphans: string }
+  | { addEndpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>; max: number }
+  | { deleteEndpoint: { id: string; owner: string } }
+  | { rotateEndpoint: { id: string; owner: string; secret: string; overlapMs: number } }
   | { addToken: StoredToken }
   | { revokeToken: string };
 type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
@@ -105,21 +121,64 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   const countByStatus = db.prepare<[], { status: 'pending' | 'delivered' | 'failed'; n: bigint }>(
     'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
   );
-  // Each count walks at most `cap` entries of its partial index.
+  // Each count walks at most `cap` entries of its partial index (pending: of each of the two).
   const countCapped = db.prepare<{ cap: number }, { pending: bigint; failed: bigint }>(`
     SELECT
-      (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' ORDER BY url, next_attempt_at LIMIT @cap)) AS pending,
+      min(@cap,
+        (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NULL ORDER BY url, next_attempt_at LIMIT @cap))
+        + (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NOT NULL ORDER BY endpoint_id, next_attempt_at LIMIT @cap))) AS pending,
       (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'failed' ORDER BY created_at LIMIT @cap)) AS failed`);
   // A loose index scan: one probe of webhook_deliveries_due_by_url per distinct URL.
   const selectPendingUrls = db.prepare<{ limit: number }, { url: string }>(`
     WITH RECURSIVE urls (url) AS (
-      SELECT min(url) FROM webhook_deliveries WHERE status = 'pending'
+      SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NULL
       UNION ALL
-      SELECT (SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND url > urls.url)
+      SELECT (SELECT min(url) FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NULL AND url > urls.url)
       FROM urls WHERE urls.url IS NOT NULL
       LIMIT @limit + 1
     )
     SELECT url FROM urls WHERE url IS NOT NULL LIMIT @limit`);
+  // The same over webhook_deliveries_due_by_endpoint.
+  const selectPendingEndpoints = db.prepare<{ limit: number }, { id: string }>(`
+    WITH RECURSIVE endpoints (id) AS (
+      SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id IS NOT NULL
+      UNION ALL
+      SELECT (SELECT min(endpoint_id) FROM webhook_deliveries
+              WHERE status = 'pending' AND endpoint_id IS NOT NULL AND endpoint_id > endpoints.id)
+      FROM endpoints WHERE endpoints.id IS NOT NULL
+      LIMIT @limit + 1
+    )
+    SELECT id FROM endpoints WHERE id IS NOT NULL LIMIT @limit`);
+  const selectDeliveryTime = db.prepare<[string, string], { created_at: bigint }>(
+    'SELECT created_at FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?',
+  );
+  const ENDPOINT_DELIVERY =
+    'SELECT id, event, status, attempts, last_response_code, last_error, next_attempt_at, created_at FROM webhook_deliveries';
+  const selectEndpointDeliveries = db.prepare<{ endpointId: string; limit: number }, EndpointDeliveryRow>(
+    `${ENDPOINT_DELIVERY} WHERE endpoint_id = @endpointId ORDER BY created_at DESC, id DESC LIMIT @limit`,
+  );
+  const selectEndpointDeliveriesBefore = db.prepare<
+    { endpointId: string; limit: number; createdAt: bigint; id: string },
+    EndpointDeliveryRow
+  >(
+    `${ENDPOINT_DELIVERY} WHERE endpoint_id = @endpointId AND (created_at, id) < (@createdAt, @id)
+     ORDER BY created_at DESC, id DESC LIMIT @limit`,
+  );
+  const ENDPOINT =
+    'SELECT id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at FROM webhook_endpoints';
+  const selectEndpoints = db.prepare<[string], EndpointRow>(
+    `${ENDPOINT} WHERE owner = ? ORDER BY created_at, rowid`,
+  );
+  const selectEndpoint = db.prepare<[string], EndpointRow>(`${ENDPOINT} WHERE id = ?`);
+  const SUMMARY = `
+    SELECT e.id, e.owner, e.url, e.description, e.created_at,
+      (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
+      (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
+    FROM webhook_endpoints AS e`;
+  const selectSummaries = db.prepare<[], EndpointSummaryRow>(`${SUMMARY} ORDER BY e.created_at, e.rowid`);
+  const selectOwnerSummaries = db.prepare<[string], EndpointSummaryRow>(
+    `${SUMMARY} WHERE e.owner = ? ORDER BY e.created_at, e.rowid`,
+  );
   const selectEvents = db.prepare<[bigint, number], EventRow>(
     'SELECT id, type, plant_id, name, tag, created_at FROM plant_events WHERE id > ? ORDER BY id LIMIT ?',
   );
@@ -219,10 +278,33 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   const deliveries: DeliveryOutbox = {
     claim: async (options) => (await write<DeliveryRow[]>({ claim: options })).map(toDelivery),
     pendingUrls: ({ limit }) => read(() => selectPendingUrls.all({ limit }).map((row) => row.url)),
-    markDelivered: (ids) => write({ delivered: ids }),
+    pendingEndpoints: ({ limit }) => read(() => selectPendingEndpoints.all({ limit }).map((row) => row.id)),
+    markDelivered: (ids, responseCodes) => write({ delivered: ids, responseCodes }),
     release: (claims) => write({ release: claims }),
-    retry: (id, { delayMs, error }) => write({ retry: { id, delayMs, error } }),
-    markFailed: (id, error) => write({ failed: { id, error } }),
+    retry: (id, options) => write({ retry: { id, ...options } }),
+    markFailed: (id, error, responseCode) => write({ failed: { id, error, responseCode } }),
+    enqueue: async (delivery) => toEndpointDelivery(await write<EndpointDeliveryRow>({ enqueue: delivery })),
+    redeliver: async (options) => {
+      const row = await write<EndpointDeliveryRow | undefined>({ redeliver: options });
+      return row && toEndpointDelivery(row);
+    },
+    listForEndpoint: ({ endpointId, limit, before }) =>
+      read(() => {
+        let rows: EndpointDeliveryRow[];
+        if (before === undefined) rows = selectEndpointDeliveries.all({ endpointId, limit: limit + 1 });
+        else {
+          const cursor = selectDeliveryTime.get(before, endpointId);
+          if (cursor === undefined) return undefined;
+          rows = selectEndpointDeliveriesBefore.all({
+            endpointId,
+            limit: limit + 1,
+            createdAt: cursor.created_at,
+            id: before,
+          });
+        }
+        return { deliveries: rows.slice(0, limit).map(toEndpointDelivery), more: rows.length > limit };
+      }),
+    discardOrphans: (endpointId) => write({ discardOrphans: endpointId }),
     listFailed: ({ limit }) => read(() => selectFailed.all(limit).map(toFailedDelivery)),
     counts: () =>
       read(() => {
@@ -264,6 +346,32 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     return result;
   }
 
+  const webhookEndpoints: WebhookEndpointStore = {
+    create: async (endpoint, { maxPerOwner }) => {
+      const row = await write<EndpointRow | undefined>({ addEndpoint: endpoint, max: maxPerOwner });
+      return row === undefined ? false : toEndpoint(row);
+    },
+    list: (owner) => read(() => selectEndpoints.all(owner).map(toEndpoint)),
+    get: (id, owner) =>
+      read(() => {
+        const row = selectEndpoint.get(id);
+        return row === undefined || (owner !== undefined && row.owner !== owner)
+          ? undefined
+          : toEndpoint(row);
+      }),
+    delete: (id, owner) => write({ deleteEndpoint: { id, owner } }),
+    rotate: async (id, owner, options) => {
+      const row = await write<EndpointRow | undefined>({ rotateEndpoint: { id, owner, ...options } });
+      return row && toEndpoint(row);
+    },
+    summaries: ({ owner }) =>
+      read(() =>
+        (owner === undefined ? selectSummaries.all() : selectOwnerSummaries.all(owner)).map(
+          toEndpointSummary,
+        ),
+      ),
+  };
+
   const tokens: TokenStore = {
     create: (token) => write({ addToken: token }),
     revoke: (name) => write({ revokeToken: name }),
@@ -278,8 +386,10 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   };
 
   return {
-    create: (plant, outbox = [], answer) =>
-      answer ? keyed({ create: plant, outbox, answer }) : write({ create: plant, outbox }),
+    create: (plant, outbox = [], answer, endpointPayload) =>
+      answer
+        ? keyed({ create: plant, outbox, answer, endpointPayload })
+        : write({ create: plant, outbox, endpointPayload }),
     delete: (id, answer) => (answer ? keyed({ delete: id, answer }) : write({ delete: id })),
     get: (id) =>
       read(() => {
@@ -307,6 +417,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     events,
     idempotencyKeys,
     tokens,
+    webhookEndpoints,
     failed,
     close() {
       closing ??= (async () => {
@@ -352,30 +463,71 @@ function writer(db: Database.Database): (write: Write) => unknown {
   const enqueue = db.prepare(
     'INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const claim = db.prepare<{ url: string; now: number; leaseEnd: number; limit: number }, DeliveryRow>(`
+  // One delivery per registered endpoint, as the table holds them in this transaction.
+  const fanOut = db.prepare<{ payload: string; now: number }>(`
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
+    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, 'plant.created', @payload, @now, @now, @now
+    FROM webhook_endpoints`);
+  const claimOf = (where: string) =>
+    db.prepare<{ subscriber: string; now: number; leaseEnd: number; limit: number }, DeliveryRow>(`
     UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = @leaseEnd, updated_at = @now
     WHERE id IN (
-      SELECT id FROM webhook_deliveries WHERE status = 'pending' AND url = @url AND next_attempt_at <= @now
+      SELECT id FROM webhook_deliveries WHERE status = 'pending' AND ${where} AND next_attempt_at <= @now
       ORDER BY next_attempt_at LIMIT @limit
     )
-    RETURNING id, url, payload, attempts, created_at`);
+    RETURNING id, url, payload, attempts, created_at, endpoint_id, event`);
+  const claimForUrl = claimOf('endpoint_id IS NULL AND url = @subscriber');
+  const claimForEndpoint = claimOf('endpoint_id = @subscriber');
+  const ENDPOINT_DELIVERY_COLUMNS =
+    'id, event, status, attempts, last_response_code, last_error, next_attempt_at, created_at';
+  const enqueueToEndpoint = db.prepare<Record<string, unknown>, EndpointDeliveryRow>(`
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
+    VALUES (@id, @endpointId, @url, @event, @payload, @now, @now, @now)
+    RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`);
+  const redeliver = db.prepare<{ id: string; endpointId: string; now: number }, EndpointDeliveryRow>(`
+    UPDATE webhook_deliveries
+    SET status = 'pending', attempts = 0, next_attempt_at = @now, last_error = NULL, last_response_code = NULL, updated_at = @now
+    WHERE id = @id AND endpoint_id = @endpointId
+    RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`);
+  const discardOrphans = db.prepare<[string, string]>(
+    'DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ?)',
+  );
+  const ENDPOINT_COLUMNS =
+    'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at';
+  const addEndpoint = db.prepare<Record<string, unknown>, EndpointRow>(`
+    INSERT INTO webhook_endpoints (id, owner, url, description, secret, created_at)
+    SELECT @id, @owner, @url, @description, @secret, @now
+    WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = @owner) < @max
+    RETURNING ${ENDPOINT_COLUMNS}`);
+  const deleteEndpoint = db.prepare<[string, string]>(
+    'DELETE FROM webhook_endpoints WHERE id = ? AND owner = ?',
+  );
+  const deleteEndpointDeliveries = db.prepare<[string]>(
+    'DELETE FROM webhook_deliveries WHERE endpoint_id = ?',
+  );
+  const rotateEndpoint = db.prepare<Record<string, unknown>, EndpointRow>(`
+    UPDATE webhook_endpoints
+    SET previous_secret = secret, previous_secret_expires_at = @until, secret = @secret
+    WHERE id = @id AND owner = @owner
+    RETURNING ${ENDPOINT_COLUMNS}`);
   const prune = db.prepare<{ before: number; limit: number }>(`
     DELETE FROM webhook_deliveries WHERE id IN (
       SELECT id FROM webhook_deliveries WHERE status = 'delivered' AND updated_at < @before
       ORDER BY updated_at LIMIT @limit
     )`);
-  // The ids as one JSON array: one statement however many.
-  const delivered = db.prepare(
-    "UPDATE webhook_deliveries SET status = 'delivered', updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'pending'",
-  );
+  // The ids (and their response codes) as one JSON array of pairs: one statement however many.
+  const delivered = db.prepare<[number, string]>(`
+    UPDATE webhook_deliveries SET status = 'delivered', updated_at = ?, last_response_code = outcome.code
+    FROM (SELECT value ->> 0 AS id, value ->> 1 AS code FROM json_each(?)) AS outcome
+    WHERE webhook_deliveries.id = outcome.id AND status = 'pending'`);
   const release = db.prepare<{ id: string; attempts: number; now: number }>(`
     UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = @now, updated_at = @now
     WHERE id = @id AND status = 'pending' AND attempts = @attempts`);
   const retry = db.prepare(
-    "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
+    "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = ?, last_response_code = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
   );
   const failed = db.prepare(
-    "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
+    "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, last_response_code = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
   );
   const addToken = db.prepare(
     'INSERT INTO api_tokens (name, digest, scopes, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
@@ -398,6 +550,7 @@ function writer(db: Database.Database): (write: Write) => unknown {
         for (const delivery of write.outbox) {
           enqueue.run(delivery.id, delivery.url, delivery.payload, now, now, now);
         }
+        if (write.endpointPayload !== undefined) fanOut.run({ payload: write.endpointPayload, now });
       }
       if (created && write.answer) keys.complete(write.answer);
       return created;
@@ -424,17 +577,47 @@ function writer(db: Database.Database): (write: Write) => unknown {
     if ('releaseKey' in write) return keys.release(write.releaseKey);
     if ('pruneKeys' in write) return keys.prune(now - write.pruneKeys.olderThanMs, write.pruneKeys.limit);
     if ('claim' in write) {
-      const { url, limit, leaseMs } = write.claim;
-      return claim.all({ url, now, leaseEnd: now + leaseMs, limit });
+      const { limit, leaseMs } = write.claim;
+      const options = { now, leaseEnd: now + leaseMs, limit };
+      return 'url' in write.claim
+        ? claimForUrl.all({ subscriber: write.claim.url, ...options })
+        : claimForEndpoint.all({ subscriber: write.claim.endpointId, ...options });
+    }
+    if ('enqueue' in write) {
+      const { id, endpointId, url, event, payload } = write.enqueue;
+      return enqueueToEndpoint.get({ id, endpointId, url, event, payload, now });
+    }
+    if ('redeliver' in write) return redeliver.get({ ...write.redeliver, now });
+    if ('discardOrphans' in write)
+      return discardOrphans.run(write.discardOrphans, write.discardOrphans).changes;
+    if ('addEndpoint' in write) {
+      const { id, owner, url, description, secret } = write.addEndpoint;
+      return addEndpoint.get({ id, owner, url, description, secret, now, max: write.max });
+    }
+    if ('deleteEndpoint' in write) {
+      const { id, owner } = write.deleteEndpoint;
+      const deleted = deleteEndpoint.run(id, owner).changes === 1;
+      if (deleted) deleteEndpointDeliveries.run(id);
+      return deleted;
+    }
+    if ('rotateEndpoint' in write) {
+      const { id, owner, secret, overlapMs } = write.rotateEndpoint;
+      return rotateEndpoint.get({ id, owner, secret, until: now + overlapMs });
     }
     if ('prune' in write)
       return prune.run({ before: now - write.prune.olderThanMs, limit: write.prune.limit }).changes;
-    if ('delivered' in write) delivered.run(now, JSON.stringify(write.delivered));
-    else if ('release' in write)
+    if ('delivered' in write) {
+      const codes = write.responseCodes;
+      delivered.run(now, JSON.stringify(write.delivered.map((id, i) => [id, codes?.[i] ?? null])));
+    } else if ('release' in write)
       for (const { id, attempts } of write.release) release.run({ id, attempts, now });
-    else if ('retry' in write) retry.run(now + write.retry.delayMs, write.retry.error, now, write.retry.id);
-    else if ('failed' in write) failed.run(write.failed.error, now, write.failed.id);
-    else if ('addToken' in write) {
+    else if ('retry' in write) {
+      const { id, delayMs, error, responseCode } = write.retry;
+      retry.run(now + delayMs, error, responseCode ?? null, now, id);
+    } else if ('failed' in write) {
+      const { id, error, responseCode } = write.failed;
+      failed.run(error, responseCode ?? null, now, id);
+    } else if ('addToken' in write) {
       const { name, digest, scopes } = write.addToken;
       return addToken.run(name, digest, scopes.join(','), now).changes === 1;
     } else return revokeToken.run(now, write.revokeToken).changes === 1;

@@ -1,5 +1,5 @@
 import type { NewPlant } from '@plant-store/schema';
-import type { Scope } from '../auth.ts';
+import { isScope, type Scope } from '../auth.ts';
 
 /** A plant as the store holds it: the spec's `Plant` plus its `id`. */
 export type StoredPlant = { id: bigint; name: string; tag?: string };
@@ -33,9 +33,16 @@ export interface PlantStore {
    * committed, `false` when the id already exists (and then nothing was appended or enqueued). With
    * `answer` (a request carrying an Idempotency-Key), a create that inserts also stores `answer` in
    * its key's row, in the same transaction; it rejects with `KeyClaimLostError`, changing nothing,
-   * when the key is no longer claimed by `answer.claim`.
+   * when the key is no longer claimed by `answer.claim`. With `endpointPayload`, the same transaction
+   * also enqueues one `plant.created` delivery of it to every registered webhook endpoint, as the
+   * table holds them then (read in SQL, so an endpoint registered on another instance counts at once).
    */
-  create(plant: NewPlant, outbox?: readonly NewDelivery[], answer?: KeyedAnswer): Promise<boolean>;
+  create(
+    plant: NewPlant,
+    outbox?: readonly NewDelivery[],
+    answer?: KeyedAnswer,
+    endpointPayload?: string,
+  ): Promise<boolean>;
   /** The plant with this id, or `undefined`. */
   get(id: bigint): Promise<StoredPlant | undefined>;
   /**
@@ -67,6 +74,8 @@ export interface PlantStore {
   tokens: TokenStore;
   /** Idempotency-Key claims and the answers stored with them (see idempotency.ts). */
   idempotencyKeys: IdempotencyKeyStore;
+  /** Webhook endpoints registered by tokens, with their sealed secrets. */
+  webhookEndpoints: WebhookEndpointStore;
   close(): Promise<void>;
 }
 
@@ -153,10 +162,31 @@ export type NewDelivery = {
   payload: string;
 };
 
+/** What a delivery delivers: a new plant, or an endpoint's test event. */
+export type DeliveryEvent = 'plant.created' | 'webhook.ping';
+
 /** A webhook delivery claimed for one attempt. */
 export type Delivery = NewDelivery & {
   /** Attempts so far, this one included. */
   attempts: number;
+  createdAt: Date;
+  /** The registered endpoint it goes to, and its event; absent for WEBHOOK_URLS subscribers. */
+  endpoint?: { id: string; event: DeliveryEvent };
+};
+
+/** Who a claim is for: an operator subscriber URL (WEBHOOK_URLS) or a registered endpoint. */
+export type Subscriber = { url: string } | { endpointId: string };
+
+/** A delivery of an endpoint as its owner lists it. */
+export type EndpointDelivery = {
+  id: string;
+  event: DeliveryEvent;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastResponseCode: number | null;
+  lastError: string | null;
+  /** When the next attempt is due (or, while one runs, its lease ends); null unless pending. */
+  nextAttemptAt: Date | null;
   createdAt: Date;
 };
 
@@ -174,11 +204,16 @@ export interface DeliveryOutbox {
    * Leases up to `limit` due pending deliveries to `url` for `leaseMs`, counting the attempt, oldest
    * due first. One subscriber at a time, so each gets its own share of the attempts.
    */
-  claim(options: { url: string; limit: number; leaseMs: number }): Promise<Delivery[]>;
-  /** The distinct URLs that have pending deliveries (due or not), at most `limit` of them. */
+  claim(options: Subscriber & { limit: number; leaseMs: number }): Promise<Delivery[]>;
+  /** The distinct operator URLs that have pending deliveries (due or not), at most `limit` of them. */
   pendingUrls(options: { limit: number }): Promise<string[]>;
-  /** Records these deliveries as delivered: one write however many, so outcomes keep up with creates. */
-  markDelivered(ids: readonly string[]): Promise<void>;
+  /** The distinct endpoints that have pending deliveries (due or not), at most `limit` of them. */
+  pendingEndpoints(options: { limit: number }): Promise<string[]>;
+  /**
+   * Records these deliveries as delivered: one write however many, so outcomes keep up with creates.
+   * `responseCodes[i]`, when given, is the HTTP status that acknowledged `ids[i]`.
+   */
+  markDelivered(ids: readonly string[], responseCodes?: readonly number[]): Promise<void>;
   /**
    * Hands claimed deliveries back unattempted (a worker that claimed more than it could start, at
    * shutdown or when a subscriber's breaker opened): due at once, and the claim's attempt uncounted.
@@ -186,10 +221,32 @@ export interface DeliveryOutbox {
    * (its lease ran out) is left as it is.
    */
   release(claims: readonly Pick<Delivery, 'id' | 'attempts'>[]): Promise<void>;
-  /** Makes the delivery due again in `delayMs`, recording why this attempt failed. */
-  retry(id: string, options: { delayMs: number; error: string }): Promise<void>;
-  /** Stops retrying: the delivery is kept as failed, with the last attempt's error. */
-  markFailed(id: string, error: string): Promise<void>;
+  /**
+   * Makes the delivery due again in `delayMs`, recording why this attempt failed (and the HTTP
+   * status it answered, if any).
+   */
+  retry(id: string, options: { delayMs: number; error: string; responseCode?: number }): Promise<void>;
+  /** Stops retrying: the delivery is kept as failed, with the last attempt's error (and status). */
+  markFailed(id: string, error: string, responseCode?: number): Promise<void>;
+  /** Enqueues one delivery to a registered endpoint (a ping): pending, due at once. */
+  enqueue(delivery: NewDelivery & { endpointId: string; event: DeliveryEvent }): Promise<EndpointDelivery>;
+  /**
+   * Makes an endpoint's delivery pending and due at once, whatever its status, with its attempts
+   * counted afresh (and the last attempt's error and status cleared); `undefined` when the endpoint
+   * has no delivery of that id.
+   */
+  redeliver(options: { id: string; endpointId: string }): Promise<EndpointDelivery | undefined>;
+  /**
+   * An endpoint's deliveries, newest first (by enqueue time, then id), at most `limit`, strictly
+   * before the delivery `before` when given; `undefined` when `before` is not one of its deliveries.
+   */
+  listForEndpoint(options: {
+    endpointId: string;
+    limit: number;
+    before?: string;
+  }): Promise<{ deliveries: EndpointDelivery[]; more: boolean } | undefined>;
+  /** Deletes the pending deliveries of an endpoint that no longer exists (enqueued as it was deleted). */
+  discardOrphans(endpointId: string): Promise<number>;
   /** Failed deliveries, oldest first. */
   listFailed(options: { limit: number }): Promise<FailedDelivery[]>;
   /** How many deliveries are in each state: counts every row, for the `webhooks failed` command. */
@@ -206,9 +263,67 @@ export interface DeliveryOutbox {
   prune(options: { olderThanMs: number; limit: number }): Promise<number>;
 }
 
+/**
+ * A registered webhook endpoint as the store keeps it. Secrets are sealed (webhooks/secrets.ts):
+ * the store never sees one in the clear.
+ */
+export type StoredEndpoint = {
+  id: string;
+  /** The name of the token that registered it: only that token sees it. */
+  owner: string;
+  url: string;
+  description: string | null;
+  secret: string;
+  /** The secret before the last rotation, signing alongside until `previousSecretExpiresAt`. */
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+  createdAt: Date;
+};
+
+/** An endpoint with its delivery counts, for the admin listing. */
+export type EndpointSummary = Omit<
+  StoredEndpoint,
+  'secret' | 'previousSecret' | 'previousSecretExpiresAt'
+> & {
+  pending: number;
+  failed: number;
+};
+
+/**
+ * Registered webhook endpoints. Every call that names an endpoint also names its owner, except
+ * those of the delivery worker and the admin listing: another owner's endpoint is not found.
+ */
+export interface WebhookEndpointStore {
+  /**
+   * Registers an endpoint, unless its owner already has `maxPerOwner`: then resolves `false` and
+   * adds nothing. `secret` is sealed.
+   */
+  create(
+    endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>,
+    options: { maxPerOwner: number },
+  ): Promise<StoredEndpoint | false>;
+  /** The owner's endpoints, oldest first. */
+  list(owner: string): Promise<StoredEndpoint[]>;
+  /** The endpoint, if it exists and belongs to `owner` (any owner's when `owner` is omitted). */
+  get(id: string, owner?: string): Promise<StoredEndpoint | undefined>;
+  /** Deletes the owner's endpoint and all of its deliveries, in one transaction; `false` when none. */
+  delete(id: string, owner: string): Promise<boolean>;
+  /**
+   * Makes `secret` (sealed) the endpoint's secret and its current one the previous, signing alongside
+   * for `overlapMs` more (the one before that is dropped); `undefined` when the owner has no such endpoint.
+   */
+  rotate(
+    id: string,
+    owner: string,
+    options: { secret: string; overlapMs: number },
+  ): Promise<StoredEndpoint | undefined>;
+  /** Every endpoint (of one owner, when given), oldest first, with pending and failed delivery counts. */
+  summaries(options: { owner?: string }): Promise<EndpointSummary[]>;
+}
+
 /** Scopes as stored: a comma-separated list. */
 export function parseScopes(text: string): Scope[] {
-  return text.split(',').filter((scope): scope is Scope => scope === 'read' || scope === 'write');
+  return text.split(',').filter(isScope);
 }
 
 /** An issued bearer token as the store keeps it: never the secret, only its SHA-256 digest (hex). */

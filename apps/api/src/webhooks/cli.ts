@@ -1,5 +1,5 @@
 import { parseJson, stringifyJson } from '@plant-store/schema';
-import type { DeliveryOutbox } from '../store/store.ts';
+import type { DeliveryOutbox, WebhookEndpointStore } from '../store/store.ts';
 import { redactUrl } from './send.ts';
 
 /**
@@ -24,4 +24,26 @@ export async function listFailedDeliveries(
   );
   const summary = `${failed.length} of ${counts.failed} failed deliveries listed (${counts.pending} pending, ${counts.delivered} delivered)`;
   return { lines, summary };
+}
+
+/**
+ * `main.js webhooks endpoints [--owner NAME]`: every registered endpoint (or one owner's), oldest
+ * first, one JSON object a line, with its pending and failed deliveries; URLs redacted, never a secret.
+ */
+export async function listEndpoints(
+  endpoints: WebhookEndpointStore,
+  { owner }: { owner?: string },
+): Promise<string[]> {
+  const summaries = await endpoints.summaries({ owner });
+  return summaries.map((endpoint) =>
+    JSON.stringify({
+      id: endpoint.id,
+      owner: endpoint.owner,
+      url: redactUrl(endpoint.url),
+      description: endpoint.description,
+      createdAt: endpoint.createdAt.toISOString(),
+      pending: endpoint.pending,
+      failed: endpoint.failed,
+    }),
+  );
 }

@@ -2,9 +2,13 @@ import { createHmac } from 'node:crypto';
 import { Agent as HttpAgent, type ClientRequest, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Delivery } from '../store/store.ts';
+import type { UrlPolicy } from './ssrf.ts';
 
 /** What one attempt came to. `abandoned`: cut short by shutdown, so it says nothing about the receiver. */
-export type AttemptOutcome = { ok: true; status: number } | { ok: false; abandoned: boolean; error: string };
+export type AttemptOutcome =
+  | { ok: true; status: number }
+  /** `status`: the HTTP status the receiver answered, when it answered. */
+  | { ok: false; abandoned: boolean; error: string; status?: number };
 
 /** Signs one attempt: the `webhook-signature` header's value. */
 export type Signer = (id: string, timestamp: Date, payload: string) => string;
@@ -37,7 +41,20 @@ const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new Http
  */
 export function sendDelivery(
   delivery: Delivery,
-  { sign, timeoutMs, abort }: { sign: Signer; timeoutMs: number; abort: AbortSignal },
+  {
+    sign,
+    timeoutMs,
+    abort,
+    headers = {},
+  }: {
+    sign: Signer;
+    timeoutMs: number;
+    abort: AbortSignal;
+    /** Third-party rules at connect time (registered endpoints); omitted: trusted as configured. */
+    guard?: UrlPolicy;
+    /** Headers besides the Standard Webhooks ones (`webhook-event` for registered endpoints). */
+    headers?: Record<string, string>;
+  },
 ): Promise<AttemptOutcome> {
   const timestamp = new Date();
   const url = new URL(delivery.url);
@@ -67,6 +84,7 @@ export function sendDelivery(
           'webhook-id': delivery.id,
           'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
           'webhook-signature': sign(delivery.id, timestamp, delivery.payload),
+          ...headers,
         },
       });
     } catch (error) {
@@ -93,7 +111,7 @@ export function sendDelivery(
       const status = response.statusCode ?? 0;
       response.on('error', () => {});
       response.resume();
-      settle(status >= 200 && status < 300 ? { ok: true, status } : failed(`HTTP ${status}`));
+      settle(status >= 200 && status < 300 ? { ok: true, status } : { ...failed(`HTTP ${status}`), status });
     });
     request.end(delivery.payload);
   });

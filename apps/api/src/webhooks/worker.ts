@@ -3,10 +3,12 @@ import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { startPruning } from '../pruning.ts';
 import type { WebhookConfig } from '../config.ts';
-import type { Delivery, DeliveryOutbox } from '../store/store.ts';
+import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/store.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
-import { redactUrl, sendDelivery, webhookSigner } from './send.ts';
+import { type EndpointSettings, endpointSigner } from './endpoints.ts';
+import { redactUrl, type Signer, sendDelivery, webhookSigner } from './send.ts';
+import type { UrlPolicy } from './ssrf.ts';
 
 export type DeliveryWorker = {
   /**
@@ -20,6 +22,11 @@ export type DeliveryWorkerOptions = {
   outbox: DeliveryOutbox;
   config: WebhookConfig;
   log: Logger;
+  /**
+   * The registered endpoints, delivered to when their settings have a secrets key; without it only
+   * the operator subscribers (WEBHOOK_URLS) are.
+   */
+  endpoints?: { store: WebhookEndpointStore; settings: EndpointSettings };
   /** prom-client's (from metrics.ts): attempts by outcome, deliveries given up, open circuit breakers. */
   metrics?: {
     webhookAttempts: { inc(labels: { outcome: 'delivered' | 'retry' | 'failed' }): void };
@@ -28,7 +35,7 @@ export type DeliveryWorkerOptions = {
   };
 };
 
-/** Most subscriber URLs one round of claims serves. */
+/** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
 const MAX_SUBSCRIBERS = 1_000;
 /** Claims in flight at once: the store's connections also serve requests. */
 const CLAIMS_AT_ONCE = 4;
@@ -44,9 +51,19 @@ const HELD_IN_ALL = 4_096;
 /** A claimed delivery waiting for a slot, and the latest time (`performance.now()`) its attempt may start. */
 type Queued = { delivery: Delivery; startBy: number };
 
-/** This process's view of one subscriber URL: what it holds, its attempts in flight and its circuit breaker. */
+/**
+ * This process's view of one subscriber: an operator URL or a registered endpoint. What it holds,
+ * its attempts in flight and its circuit breaker.
+ */
 type Subscriber = {
+  /** The operator URL, or the endpoint's id: what its deliveries are claimed by, and its key here. */
+  target: { url: string } | { endpointId: string };
+  /** For logs: the URL, redacted. */
   url: string;
+  /** Signs its attempts: the operator secret, or the endpoint's secrets as last read. */
+  sign: Signer;
+  /** A registered endpoint's address rules at connect time; none for operator URLs. */
+  guard?: UrlPolicy;
   /** Claimed deliveries not yet attempted, oldest due first. */
   queue: Queued[];
   /** Claimed deliveries whose outcome is not yet recorded (the queue's included). */
@@ -58,8 +75,9 @@ type Subscriber = {
 };
 
 /**
- * Drains the webhook outbox, one subscriber URL at a time so that none can starve another: each URL
- * gets its own `concurrency` slots and its own circuit breaker (see breaker.ts), and its due
+ * Drains the webhook outbox, one subscriber at a time so that none can starve another: each
+ * operator URL and each registered endpoint (even two with the same URL) gets its own `concurrency`
+ * slots and its own circuit breaker (see breaker.ts), and its due
  * deliveries are claimed on their own (leased, so several instances never attempt one delivery at
  * the same time). A claim takes up to `HELD_PER_SUBSCRIBER` deliveries, which wait in a local queue
  * for a slot; one that could not end within its lease is handed back (`release`) instead of attempted,
@@ -70,8 +88,17 @@ type Subscriber = {
  * and at once when a subscriber that had more due has room again. Deletes delivered rows past
  * `retentionMs`, in batches.
  */
-export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWorkerOptions): DeliveryWorker {
-  const sign = webhookSigner(config.secret);
+export function startDeliveryWorker({
+  outbox,
+  config,
+  log,
+  metrics,
+  endpoints,
+}: DeliveryWorkerOptions): DeliveryWorker {
+  // Without WEBHOOK_SECRET there are no operator subscribers: their deliveries (from an earlier
+  // configuration) wait. Without a secrets key, endpoints' deliveries wait likewise.
+  const operatorSign = config.secret === undefined ? undefined : webhookSigner(config.secret);
+  const box = endpoints?.settings.box;
   const stopping = new AbortController();
   const abandon = new AbortController();
   /** Attempts, and writes of outcomes and releases, still running. */
@@ -84,7 +111,12 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
   let heldInAll = 0;
   const backoff = { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs };
   const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => {});
-  const markDelivered = batched((ids: string[]) => outbox.markDelivered(ids));
+  const markDelivered = batched((items: { id: string; status: number }[]) =>
+    outbox.markDelivered(
+      items.map((item) => item.id),
+      items.map((item) => item.status),
+    ),
+  );
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
   let woken = false;
@@ -94,18 +126,21 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     resume?.();
   };
 
-  function subscriber(url: string): Subscriber {
-    let known = subscribers.get(url);
+  function subscriber(
+    key: string,
+    make: () => Pick<Subscriber, 'target' | 'url' | 'sign' | 'guard'>,
+  ): Subscriber {
+    let known = subscribers.get(key);
     if (!known) {
       known = {
-        url,
+        ...make(),
         queue: [],
         held: 0,
         inFlight: 0,
         breaker: createBreaker(config.breaker),
         saturated: false,
       };
-      subscribers.set(url, known);
+      subscribers.set(key, known);
     }
     return known;
   }
@@ -161,13 +196,20 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     to.inFlight += 1;
     const started = performance.now();
     const outcome = await sendDelivery(delivery, {
-      sign,
+      sign: to.sign,
       timeoutMs: config.timeoutMs,
       abort: abandon.signal,
+      ...(to.guard && { guard: to.guard }),
+      ...(delivery.endpoint && { headers: { 'webhook-event': delivery.endpoint.event } }),
     });
     const ms = Math.round(performance.now() - started);
     to.inFlight -= 1;
-    const about = { webhookId: delivery.id, url: redactUrl(delivery.url), attempt: delivery.attempts };
+    const about = {
+      webhookId: delivery.id,
+      url: redactUrl(delivery.url),
+      ...(delivery.endpoint && { endpointId: delivery.endpoint.id }),
+      attempt: delivery.attempts,
+    };
     const transition = settle(outcome.ok || (outcome.abandoned ? undefined : false));
     if (transition === 'opened') {
       log.warn(
@@ -186,17 +228,17 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
         await outbox.retry(delivery.id, { delayMs: 0, error: outcome.error });
         log.info(about, 'webhook attempt abandoned at shutdown');
       } else if (outcome.ok) {
-        await markDelivered(delivery.id);
+        await markDelivered({ id: delivery.id, status: outcome.status });
         metrics?.webhookAttempts.inc({ outcome: 'delivered' });
         log.info({ ...about, status: outcome.status, ms }, 'webhook delivered');
       } else if (delivery.attempts >= config.maxAttempts) {
-        await outbox.markFailed(delivery.id, outcome.error);
+        await outbox.markFailed(delivery.id, outcome.error, outcome.status);
         metrics?.webhookAttempts.inc({ outcome: 'failed' });
         metrics?.webhookFailures.inc();
         log.error({ ...about, error: outcome.error }, 'webhook delivery failed');
       } else {
         const delayMs = retryDelay(delivery.attempts, backoff);
-        await outbox.retry(delivery.id, { delayMs, error: outcome.error });
+        await outbox.retry(delivery.id, { delayMs, error: outcome.error, responseCode: outcome.status });
         metrics?.webhookAttempts.inc({ outcome: 'retry' });
         log.warn({ ...about, error: outcome.error, retryInMs: delayMs }, 'webhook attempt failed');
       }
@@ -217,17 +259,57 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
     return Math.max(room, free);
   }
 
+  /**
+   * The subscriber of a registered endpoint with its secrets as the store holds them now (so a
+   * rotation is seen within a round), or `undefined` when it no longer exists: then what was
+   * enqueued for it as it was deleted is deleted too, and what this process holds is handed back.
+   */
+  async function endpointSubscriber(id: string): Promise<Subscriber | undefined> {
+    const endpoint = await endpoints!.store.get(id);
+    if (endpoint === undefined) {
+      const gone = subscribers.get(id);
+      if (gone) {
+        handBack(
+          gone,
+          gone.queue.map((queued) => queued.delivery),
+        );
+        gone.queue = [];
+      }
+      await outbox.discardOrphans(id);
+      return undefined;
+    }
+    const sign = endpointSigner(endpoint, box!);
+    const guard = endpoints!.settings.policy;
+    const to = subscriber(id, () => ({ target: { endpointId: id }, url: endpoint.url, sign, guard }));
+    to.sign = sign;
+    return to;
+  }
+
   /** Claims, for each subscriber with pending deliveries, as many as it has room for. */
   async function claimRound(): Promise<void> {
-    let urls: string[];
+    let keys: string[];
     try {
-      urls = await outbox.pendingUrls({ limit: MAX_SUBSCRIBERS });
+      const [urls, endpointIds] = await Promise.all([
+        operatorSign ? outbox.pendingUrls({ limit: MAX_SUBSCRIBERS }) : [],
+        box ? outbox.pendingEndpoints({ limit: MAX_SUBSCRIBERS }) : [],
+      ]);
+      keys = [...urls, ...endpointIds];
     } catch (error) {
       log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
       return;
     }
-    const claimFor = async (url: string) => {
-      const to = subscriber(url);
+    // Operator URLs contain "://", endpoint ids never do: one map holds both.
+    const claimFor = async (key: string) => {
+      let to: Subscriber | undefined;
+      try {
+        to = key.includes('://')
+          ? subscriber(key, () => ({ target: { url: key }, url: key, sign: operatorSign! }))
+          : await endpointSubscriber(key);
+      } catch (error) {
+        log.warn({ endpointId: key, reason: describeCauses(error) }, 'webhook endpoint not readable');
+        return;
+      }
+      if (to === undefined) return;
       const limit = claimLimit(to);
       to.saturated = limit === 0 && to.breaker.state() === 'closed';
       if (limit === 0 || stopping.signal.aborted) return;
@@ -237,7 +319,7 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
       to.held += limit;
       heldInAll += limit;
       try {
-        claimed = await outbox.claim({ url, limit, leaseMs: config.leaseMs });
+        claimed = await outbox.claim({ ...to.target, limit, leaseMs: config.leaseMs });
       } catch (error) {
         log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
         claimed = [];
@@ -248,14 +330,14 @@ export function startDeliveryWorker({ outbox, config, log, metrics }: DeliveryWo
       to.saturated = claimed.length === limit && to.breaker.state() === 'closed';
       pump(to);
     };
-    for (let i = 0; i < urls.length; i += CLAIMS_AT_ONCE) {
-      await Promise.all(urls.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+    for (let i = 0; i < keys.length; i += CLAIMS_AT_ONCE) {
+      await Promise.all(keys.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
     }
     // Forget idle subscribers with nothing pending; an open breaker is kept until it closes.
-    const pending = new Set(urls);
-    for (const [url, known] of subscribers) {
-      if (!pending.has(url) && known.held === 0 && known.breaker.state() === 'closed') {
-        subscribers.delete(url);
+    const pending = new Set(keys);
+    for (const [key, known] of subscribers) {
+      if (!pending.has(key) && known.held === 0 && known.breaker.state() === 'closed') {
+        subscribers.delete(key);
       }
     }
   }

@@ -18,6 +18,8 @@ export type TestStoreInstance = {
    * written before the length limits, or by SQL.
    */
   insertPlants(plants: readonly SeedPlant[]): Promise<void>;
+  /** The rows a read-only SQL statement answers, straight from the database. */
+  rows(sql: string): Promise<Record<string, unknown>[]>;
   teardown(): Promise<void>;
 };
 
@@ -60,6 +62,14 @@ export const sqliteTestStore: TestStore = {
         const db = new Database(file, { readonly: true });
         try {
           return db.prepare<[], StoredDelivery>(DELIVERIES).all();
+        } finally {
+          db.close();
+        }
+      },
+      async rows(sql) {
+        const db = new Database(file, { readonly: true });
+        try {
+          return db.prepare<[], Record<string, unknown>>(sql).all();
         } finally {
           db.close();
         }
@@ -137,6 +147,7 @@ export const postgresTestStore: TestStore = {
           await client.end();
         }
       },
+      rows: (sql) => withPostgresClient(url.href, async (client) => (await client.query(sql)).rows),
       async insertPlants(plants) {
         const client = new pg.Client({ connectionString: url.href });
         await client.connect();

@@ -11,6 +11,8 @@ export type Received = {
   timestamp: string;
   signature: string;
   contentType: string;
+  /** The `webhook-event` header (registered endpoints' deliveries carry one), or undefined. */
+  event: string | undefined;
   body: string;
   verified: boolean;
   /** `performance.now()` when it arrived. */
@@ -37,19 +39,21 @@ export function newWebhookSecret(): string {
 /**
  * A webhook subscriber on loopback: a real node:http server that verifies each request's signature
  * with `standardwebhooks` (as a subscriber would) and answers `answer(request, index)`; a request
- * that fails verification is answered 400.
+ * that fails verification is answered 400. `secret` may be a function, asked at each request: a
+ * registered endpoint's secret is known only once it is registered (at this receiver's URL).
  */
 export async function startReceiver(
-  secret: string,
+  secret: string | (() => string),
   options: { port?: number; answer?: (request: Received, index: number) => Answer | Promise<Answer> } = {},
 ): Promise<Receiver> {
-  const webhook = new Webhook(secret);
   const received: Received[] = [];
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
     let verified = true;
     try {
-      webhook.verify(body, headersOf(req), { jsonParse: false });
+      new Webhook(typeof secret === 'string' ? secret : secret()).verify(body, headersOf(req), {
+        jsonParse: false,
+      });
     } catch {
       verified = false;
     }
@@ -59,6 +63,7 @@ export async function startReceiver(
       timestamp: String(req.headers['webhook-timestamp']),
       signature: String(req.headers['webhook-signature']),
       contentType: String(req.headers['content-type']),
+      event: req.headers['webhook-event'] as string | undefined,
       body,
       verified,
       at: performance.now(),

@@ -1,0 +1,354 @@
+import {
+  CreatedWebhookEndpointSchema,
+  ListDeliveriesQuerySchema,
+  NewWebhookEndpointSchema,
+  RotatedWebhookSecretSchema,
+  stringifyJson,
+  WebhookDeliveryParamsSchema,
+  WebhookDeliverySchema,
+  WebhookEndpointParamsSchema,
+  WebhookEndpointSchema,
+  type CreatedWebhookEndpoint,
+  type RotatedWebhookSecret,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+} from '@plant-store/schema';
+import { z } from 'zod';
+import { ApiError } from '../errors.ts';
+import { defineOperation, type OperationContext, storeCall } from '../operation.ts';
+import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
+import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
+import { newWebhookId } from '../webhooks/event.ts';
+import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
+import { checkEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
+import { PROTECTED_ERRORS } from './plants.ts';
+
+const TAGS = ['webhook-endpoints'];
+
+/** Statuses every endpoint operation can answer besides its own. */
+const ENDPOINT_ERRORS = {
+  ...PROTECTED_ERRORS,
+  403: 'The token lacks the webhooks scope',
+  503: 'The store is unavailable, or no WEBHOOK_SECRETS_KEY is configured (PostgreSQL); retry later',
+};
+
+/** An endpoint the caller does not own answers as one that does not exist: ids cannot be probed. */
+const NOT_FOUND = {
+  404: 'There is no webhook endpoint with this id among this token’s',
+  400: 'The id is malformed',
+};
+
+function noSuchEndpoint(id: string): never {
+  throw new ApiError('not_found', `There is no webhook endpoint with id ${id}.`);
+}
+
+/** The endpoint settings with a secrets key, or a 503 naming the missing setting. */
+function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox } {
+  const settings = ctx.endpoints;
+  if (settings?.box === undefined) {
+    throw new ApiError(
+      'unavailable',
+      'Webhook endpoints are unavailable: the operator has not set WEBHOOK_SECRETS_KEY, which protects their secrets.',
+    );
+  }
+  return settings as EndpointSettings & { box: SecretBox };
+}
+
+/** The caller's endpoint, or 404. */
+async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
+  return (
+    (await storeCall(() => ctx.store.webhookEndpoints.get(id, ctx.principal.tokenName))) ?? noSuchEndpoint(id)
+  );
+}
+
+function present(endpoint: StoredEndpoint): WebhookEndpoint {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    description: endpoint.description,
+    createdAt: endpoint.createdAt.toISOString(),
+  };
+}
+
+function presentDelivery(delivery: EndpointDelivery): WebhookDelivery {
+  return {
+    id: delivery.id,
+    event: delivery.event,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    lastResponseCode: delivery.lastResponseCode,
+    lastError: delivery.lastError,
+    nextAttemptAt: delivery.nextAttemptAt?.toISOString() ?? null,
+    createdAt: delivery.createdAt.toISOString(),
+  };
+}
+
+export const createWebhookEndpoint = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'POST',
+    path: '/webhook-endpoints',
+    operationId: 'createWebhookEndpoint',
+    summary: 'Register a webhook endpoint',
+    description:
+      'Registers an endpoint of this token: from now on every new plant is POSTed to it (event ' +
+      '`plant.created`), signed as Standard Webhooks describes with the secret in this answer, which is ' +
+      'shown only here. The URL must be https and resolve only to public addresses.',
+    tags: TAGS,
+    successDescription: 'The endpoint, with its signing secret (shown only in this answer)',
+    errorResponses: {
+      400: 'The body is not a NewWebhookEndpoint, or the URL is refused (not https, not public, unresolvable)',
+      409: 'The token already has the most endpoints allowed (WEBHOOK_ENDPOINTS_PER_TOKEN)',
+      413: 'The body is larger than the limit',
+      415: 'The body is not application/json',
+      ...ENDPOINT_ERRORS,
+    },
+  },
+  input: NewWebhookEndpointSchema,
+  output: CreatedWebhookEndpointSchema,
+  async run(ctx, { url, description }): Promise<CreatedWebhookEndpoint> {
+    const { box, policy, perToken } = settingsOf(ctx);
+    try {
+      await checkEndpointUrl(url, policy);
+    } catch (error) {
+      if (error instanceof UnsafeUrlError) throw new ApiError('bad_request', error.message);
+      throw error;
+    }
+    const id = newEndpointId();
+    const secret = newEndpointSecret();
+    const owner = ctx.principal.tokenName;
+    const created = await storeCall(() =>
+      ctx.store.webhookEndpoints.create(
+        { id, owner, url, description: description ?? null, secret: box.seal(secret, id) },
+        { maxPerOwner: perToken },
+      ),
+    );
+    if (!created) {
+      throw new ApiError(
+        'conflict',
+        `This token already has ${perToken} webhook endpoints, the most allowed; delete one first.`,
+      );
+    }
+    return { ...present(created), secret };
+  },
+  rest: { status: 201 },
+});
+
+export const listWebhookEndpoints = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'GET',
+    path: '/webhook-endpoints',
+    operationId: 'listWebhookEndpoints',
+    summary: 'List webhook endpoints',
+    description: 'The endpoints this token registered, oldest first (never their secrets).',
+    tags: TAGS,
+    successDescription: 'The token’s endpoints',
+    errorResponses: ENDPOINT_ERRORS,
+  },
+  input: z.object({}).optional(),
+  output: z.array(WebhookEndpointSchema),
+  async run(ctx): Promise<WebhookEndpoint[]> {
+    settingsOf(ctx);
+    const endpoints = await storeCall(() => ctx.store.webhookEndpoints.list(ctx.principal.tokenName));
+    return endpoints.map(present);
+  },
+});
+
+export const getWebhookEndpoint = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'GET',
+    path: '/webhook-endpoints/{id}',
+    operationId: 'getWebhookEndpoint',
+    summary: 'Read a webhook endpoint',
+    description: 'The endpoint with this id, if this token registered it (never its secret).',
+    tags: TAGS,
+    successDescription: 'The endpoint',
+    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS },
+  },
+  input: WebhookEndpointParamsSchema,
+  output: WebhookEndpointSchema,
+  async run(ctx, { id }): Promise<WebhookEndpoint> {
+    settingsOf(ctx);
+    return present(await ownEndpoint(ctx, id));
+  },
+});
+
+export const deleteWebhookEndpoint = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'DELETE',
+    path: '/webhook-endpoints/{id}',
+    operationId: 'deleteWebhookEndpoint',
+    summary: 'Delete a webhook endpoint',
+    description: 'Deletes the endpoint and its deliveries: nothing more is sent to it.',
+    tags: TAGS,
+    successDescription: 'The endpoint was deleted',
+    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS },
+  },
+  input: WebhookEndpointParamsSchema,
+  async run(ctx, { id }): Promise<void> {
+    settingsOf(ctx);
+    const deleted = await storeCall(() => ctx.store.webhookEndpoints.delete(id, ctx.principal.tokenName));
+    if (!deleted) noSuchEndpoint(id);
+  },
+  rest: { status: 204 },
+});
+
+export const rotateWebhookSecret = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'POST',
+    path: '/webhook-endpoints/{id}/rotate-secret',
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate a webhook endpoint’s secret',
+    description:
+      'Gives the endpoint a new signing secret, shown only in this answer, which signs from now on. ' +
+      'The previous one keeps signing alongside it until `previousSecretExpiresAt` ' +
+      '(WEBHOOK_SECRET_OVERLAP_MS, 24 hours by default): `webhook-signature` then carries both signatures, ' +
+      'space-separated. Rotating again within that time drops the oldest secret.',
+    tags: TAGS,
+    successDescription: 'The new secret (shown only in this answer)',
+    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS },
+  },
+  input: WebhookEndpointParamsSchema,
+  output: RotatedWebhookSecretSchema,
+  async run(ctx, { id }): Promise<RotatedWebhookSecret> {
+    const { box, overlapMs } = settingsOf(ctx);
+    const secret = newEndpointSecret();
+    const rotated = await storeCall(() =>
+      ctx.store.webhookEndpoints.rotate(id, ctx.principal.tokenName, {
+        secret: box.seal(secret, id),
+        overlapMs,
+      }),
+    );
+    if (rotated === undefined) noSuchEndpoint(id);
+    return { id, secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt!.toISOString() };
+  },
+});
+
+export const listWebhookDeliveries = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'GET',
+    path: '/webhook-endpoints/{id}/deliveries',
+    operationId: 'listWebhookDeliveries',
+    summary: 'List an endpoint’s deliveries',
+    description:
+      'The endpoint’s deliveries, newest first, with their latest attempt, one page at a time. While more ' +
+      'remain, the answer has a `Link: <…>; rel="next"` header with the next page. Delivered ones are kept ' +
+      'for WEBHOOK_RETENTION_MS.',
+    tags: TAGS,
+    successDescription: 'A page of deliveries',
+    responseHeaders: z.object({
+      Link: z
+        .string()
+        .optional()
+        .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
+    }),
+    errorResponses: {
+      ...NOT_FOUND,
+      ...ENDPOINT_ERRORS,
+      400: 'A bad id, limit or before parameter (before must be a delivery of this endpoint)',
+    },
+  },
+  input: ListDeliveriesQuerySchema,
+  output: z.array(WebhookDeliverySchema),
+  async run(ctx, { id, limit, before }): Promise<{ deliveries: WebhookDelivery[]; next: string | null }> {
+    settingsOf(ctx);
+    await ownEndpoint(ctx, id);
+    const page = await storeCall(() =>
+      ctx.store.deliveries.listForEndpoint({ endpointId: id, limit, before }),
+    );
+    if (page === undefined) {
+      throw new ApiError(
+        'bad_request',
+        `Invalid request parameters: before must be a delivery of endpoint ${id}.`,
+      );
+    }
+    const deliveries = page.deliveries.map(presentDelivery);
+    return { deliveries, next: page.more ? deliveries[deliveries.length - 1]!.id : null };
+  },
+  rest: {
+    status: 200,
+    present({ deliveries, next }, { path, input }) {
+      const headers: Record<string, string> =
+        next === null ? {} : { Link: `<${path}?limit=${input.limit}&before=${next}>; rel="next"` };
+      return { body: deliveries, headers };
+    },
+  },
+});
+
+export const redeliverWebhook = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'POST',
+    path: '/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver',
+    operationId: 'redeliverWebhook',
+    summary: 'Deliver again',
+    description:
+      'Makes the delivery pending and due now, whatever its status, with a fresh schedule of attempts. It ' +
+      'keeps its `webhook-id`, so a receiver that saw it already can tell.',
+    tags: TAGS,
+    successDescription: 'The delivery, pending',
+    errorResponses: {
+      ...NOT_FOUND,
+      ...ENDPOINT_ERRORS,
+      404: 'There is no such endpoint among this token’s, or no such delivery of it',
+      400: 'A malformed id or delivery id',
+    },
+  },
+  input: WebhookDeliveryParamsSchema,
+  output: WebhookDeliverySchema,
+  async run(ctx, { id, deliveryId }): Promise<WebhookDelivery> {
+    settingsOf(ctx);
+    await ownEndpoint(ctx, id);
+    const delivery = await storeCall(() =>
+      ctx.store.deliveries.redeliver({ id: deliveryId, endpointId: id }),
+    );
+    if (delivery === undefined) {
+      throw new ApiError('not_found', `Webhook endpoint ${id} has no delivery with id ${deliveryId}.`);
+    }
+    return presentDelivery(delivery);
+  },
+  rest: { status: 202 },
+});
+
+export const pingWebhookEndpoint = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'POST',
+    path: '/webhook-endpoints/{id}/ping',
+    operationId: 'pingWebhookEndpoint',
+    summary: 'Send a test event',
+    description:
+      'Enqueues a `webhook.ping` delivery to the endpoint: `{"type":"webhook.ping","endpointId":…,"timestamp":…}`, ' +
+      'signed and retried like any other.',
+    tags: TAGS,
+    successDescription: 'The ping delivery, pending',
+    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS },
+  },
+  input: WebhookEndpointParamsSchema,
+  output: WebhookDeliverySchema,
+  async run(ctx, { id }): Promise<WebhookDelivery> {
+    settingsOf(ctx);
+    const endpoint = await ownEndpoint(ctx, id);
+    const payload = stringifyJson({
+      type: 'webhook.ping',
+      endpointId: id,
+      timestamp: new Date().toISOString(),
+    });
+    const delivery = await storeCall(() =>
+      ctx.store.deliveries.enqueue({
+        id: newWebhookId(),
+        endpointId: id,
+        url: endpoint.url,
+        event: 'webhook.ping',
+        payload,
+      }),
+    );
+    return presentDelivery(delivery);
+  },
+  rest: { status: 202 },
+});
