@@ -1,4 +1,5 @@
-import { apiProcessPerFile } from '@plant-store/api/testing';
+import { join } from 'node:path';
+import { apiProcessPerFile, runApiCommand } from '@plant-store/api/testing';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestClient, type WebhookDelivery } from '../src/index.ts';
@@ -13,10 +14,11 @@ const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
 const HEADER =
   'ID                                    EVENT          STATUS     ATTEMPTS  LAST CODE  NEXT ATTEMPT';
 
-// Loopback receivers need WEBHOOK_ALLOW_PRIVATE_URLS; a short poll interval keeps the test quick.
+// Loopback receivers need WEBHOOK_ALLOW_PRIVATE_URLS; short poll and token refresh intervals keep the
+// test quick.
 const api = apiProcessPerFile({
   token: `${TOKEN},${OTHER}`,
-  env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100' },
+  env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', TOKEN_REFRESH_MS: '200' },
 });
 
 let receiver: Receiver;
@@ -192,7 +194,10 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     const again = await plants(['endpoints', 'rm', id!, '--json']);
     expect(again.code).toBe(1);
     expect(again.stdout).toBe('');
-    expect(JSON.parse(again.stderr)).toStrictEqual({ error: 404, message: expect.any(String) });
+    expect(JSON.parse(again.stderr)).toStrictEqual({
+      error: 404,
+      message: `There is no webhook endpoint with id ${id}.`,
+    });
   });
 
   it('pages deliveries: --limit shows one page and says how to read on; --all shows every page', async () => {
@@ -245,19 +250,21 @@ describe('plants endpoints: errors and exit statuses', () => {
       stdout: 'No webhook endpoints.\n',
       stderr: '',
     });
-    for (const args of [
+    const deliveryId = `msg_${'0'.repeat(32)}`;
+    const refused = [
       ['rm', id],
       ['rotate', id],
       ['ping', id],
       ['deliveries', id],
-    ]) {
-      const run = await plants(['endpoints', ...args], other);
-      expect(run.code, args.join(' ')).toBe(1);
-      expect(run.stdout).toBe('');
-      expect(run.stderr).toMatch(/^plants: 404 .+\n$/);
+      ['redeliver', id, deliveryId],
+    ];
+    for (const args of refused) {
+      expect(await plants(['endpoints', ...args], other), args.join(' ')).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `plants: 404 There is no webhook endpoint with id ${id}.\n`,
+      });
     }
-    const deliveryId = `msg_${'0'.repeat(32)}`;
-    expect((await plants(['endpoints', 'redeliver', id, deliveryId], other)).stderr).toMatch(/^plants: 404 /);
     // Still there for its owner.
     expect(JSON.parse((await plants(['endpoints', 'list', '--json'])).stdout)).toContainEqual(
       expect.objectContaining({ id }),
@@ -265,11 +272,41 @@ describe('plants endpoints: errors and exit statuses', () => {
     await plants(['endpoints', 'rm', id]);
   });
 
+  it('answers 403 (exit 1) to a token without the webhooks scope (issued ones lack it by default)', async () => {
+    const issued = await runApiCommand(['token', 'create', '--name', 'no-webhooks'], {
+      DATABASE_URL: `file:${join(api.dataDir, 'plants.db')}`,
+    });
+    const token = issued.stdout.trim().split('\n').at(-1)!;
+    // The api learns of issued tokens every TOKEN_REFRESH_MS: 401 until then.
+    let run = await plants(['endpoints', 'list'], { PLANTS_TOKEN: token });
+    for (let tries = 0; run.stderr.startsWith('plants: 401') && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      run = await plants(['endpoints', 'list'], { PLANTS_TOKEN: token });
+    }
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'plants: 403 This token lacks the webhooks scope this operation needs.\n',
+    });
+    // The same token still reads plants.
+    expect(await plants(['list'], { PLANTS_TOKEN: token })).toMatchObject({
+      code: 0,
+      stdout: 'No plants.\n',
+    });
+  });
+
   it("prints the server's 400 for a URL it refuses (exit 1)", async () => {
-    const run = await plants(['endpoints', 'add', 'not a url', '--json']);
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe('');
-    expect(JSON.parse(run.stderr)).toStrictEqual({ error: 400, message: expect.any(String) });
+    expect(await plants(['endpoints', 'add', 'not a url', '--json'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: '{"error":400,"message":"url must be an absolute URL"}\n',
+    });
+    expect(await plants(['endpoints', 'add', 'ftp://127.0.0.1/hook'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'plants: 400 url must be an https:// or http:// URL\n',
+    });
+    expect(await plants(['endpoints', 'list', '--json'])).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
   });
 
   it('refuses a wrong command line with exit 2 and sends nothing', async () => {
