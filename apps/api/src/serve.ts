@@ -254,7 +254,9 @@ function startWorker(
     metrics,
     endpoints: { store: store.webhookEndpoints, settings: endpoints },
   });
-  log.info({ subscribers: config.webhooks.urls.length }, 'webhook worker started');
+  if (config.webhooks.urls.length > 0) {
+    log.info({ subscribers: config.webhooks.urls.length }, 'webhook worker started');
+  }
   return worker;
 }
 

@@ -19,7 +19,7 @@ describe('files the service keeps (SQLite, generated token)', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('creates its data directory 0700 and its database, log and token files 0600', async () => {
+  it('creates its data directory 0700 and its database, log, token and secrets key files 0600', async () => {
     api = await start();
     const token = readFileSync(join(data, 'api-token'), 'utf8');
     expect(token).toMatch(/^pst_[A-Za-z0-9_-]{43}\n$/);
@@ -28,8 +28,9 @@ describe('files the service keeps (SQLite, generated token)', () => {
 
     for (const dir of [join(root, 'var'), data]) expect([dir, mode(dir)]).toEqual([dir, 0o700]);
     // While the service runs, SQLite keeps its write-ahead log and shared-memory index beside the
-    // database; the token was written whole through a temporary file that is gone.
-    const files = ['api-token', 'plants.db', 'plants.db-shm', 'plants.db-wal'];
+    // database; the token and the webhook secrets key were written whole through temporary files
+    // that are gone.
+    const files = ['api-token', 'plants.db', 'plants.db-shm', 'plants.db-wal', 'webhook-secrets.key'];
     expect(readdirSync(data).sort()).toEqual(files);
     for (const file of files) expect([file, mode(join(data, file))]).toEqual([file, 0o600]);
     expect(api.logs.join('\n')).not.toContain(token.trim());
@@ -44,7 +45,7 @@ describe('files the service keeps (SQLite, generated token)', () => {
     const answer = await send(`${api.url}/plants/1`, { headers: { authorization: `Bearer ${token}` } });
     expect(answer.text).toBe('{"id":1,"name":"Fern"}');
     expect(readFileSync(join(data, 'api-token'), 'utf8').trim()).toBe(token);
-    const files = ['api-token', 'plants.db', 'plants.db-shm', 'plants.db-wal'];
+    const files = ['api-token', 'plants.db', 'plants.db-shm', 'plants.db-wal', 'webhook-secrets.key'];
     expect(readdirSync(data).sort()).toEqual(files);
     for (const file of files) expect([file, mode(join(data, file))]).toEqual([file, 0o600]);
   });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { Writable } from 'node:stream';
@@ -24,9 +25,19 @@ function memoryLog() {
   return { log: pino({ level: 'info' }, sink), lines };
 }
 
-/** The server as main.ts starts it, on `store`'s database, with configuration from `env`. */
+/**
+ * The server as main.ts starts it, on `store`'s database, with configuration from `env`; with a
+ * secrets key, so that PostgreSQL logs no warning about webhook endpoints.
+ */
 async function start(store: TestStoreInstance, env: Record<string, string> = {}) {
-  const config = loadConfig({ ...store.env, HOST: '127.0.0.1', PORT: '0', API_TOKENS: TOKEN, ...env });
+  const config = loadConfig({
+    ...store.env,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    API_TOKENS: TOKEN,
+    WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+    ...env,
+  });
   const plants: PlantStore = await openStore(config.store);
   const { log, lines } = memoryLog();
   const running = await startServer(config, { store: plants, log });

@@ -1,8 +1,16 @@
 import { createHmac } from 'node:crypto';
 import { Agent as HttpAgent, type ClientRequest, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Delivery } from '../store/store.ts';
-import type { UrlPolicy } from './ssrf.ts';
+import {
+  guardedLookup,
+  hostOf,
+  isAllowedAddress,
+  RefusedAddressError,
+  type Resolve,
+  type UrlPolicy,
+} from './ssrf.ts';
 
 /** What one attempt came to. `abandoned`: cut short by shutdown, so it says nothing about the receiver. */
 export type AttemptOutcome =
@@ -32,12 +40,28 @@ export function webhookSigner(secret: string): Signer {
  * bounds the connections per subscriber.
  */
 const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
+/** Third parties' endpoints get connections of their own: never one opened for an operator's URL. */
+const guardedAgents = {
+  'http:': new HttpAgent({ keepAlive: true }),
+  'https:': new HttpsAgent({ keepAlive: true }),
+};
+
+/**
+ * How much of an answer's body is read (and discarded) before its connection is cut: the status
+ * decides, and a receiver that streams without end must not hold a connection until the timeout.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
  * One attempt: POSTs the delivery's payload, signed as Standard Webhooks describes (`webhook-id`,
- * `webhook-timestamp` of this attempt, `webhook-signature` from `sign`). A 2xx answer is delivered; anything else (another status, a redirect, which is
- * not followed, a refused connection, no answer within `timeoutMs`) is a failed attempt. The answer's
- * body is read and discarded (within `timeoutMs` too) so that the connection can serve the next one.
+ * `webhook-timestamp` of this attempt, `webhook-signature` from `sign`). A 2xx answer is delivered;
+ * anything else (another status, a redirect, which is not followed, a refused connection, no answer
+ * within `timeoutMs`) is a failed attempt. The answer's body is read and discarded (within
+ * `timeoutMs` too, and up to `MAX_ANSWER_BYTES`) so that the connection can serve the next one.
+ *
+ * `guard`: the URL is a third party's (a registered endpoint), so the connection may go only to a
+ * public address unless `guard.allowPrivate` (see ssrf.ts). Omitted: an operator's `WEBHOOK_URLS`,
+ * trusted as configured. `resolveHost` stands in for DNS in tests.
  */
 export function sendDelivery(
   delivery: Delivery,
@@ -45,13 +69,15 @@ export function sendDelivery(
     sign,
     timeoutMs,
     abort,
+    guard,
+    resolveHost,
     headers = {},
   }: {
     sign: Signer;
     timeoutMs: number;
     abort: AbortSignal;
-    /** Third-party rules at connect time (registered endpoints); omitted: trusted as configured. */
     guard?: UrlPolicy;
+    resolveHost?: Resolve;
     /** Headers besides the Standard Webhooks ones (`webhook-event` for registered endpoints). */
     headers?: Record<string, string>;
   },
@@ -74,9 +100,12 @@ export function sendDelivery(
     let request: ClientRequest;
     try {
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const pool = guard ? guardedAgents : agents;
       request = send(url, {
         method: 'POST',
-        agent: url.protocol === 'https:' ? agents['https:'] : agents['http:'],
+        agent: url.protocol === 'https:' ? pool['https:'] : pool['http:'],
+        // A host name is resolved by the guarded lookup, which refuses non-public addresses.
+        ...(guard && { lookup: guardedLookup(guard, resolveHost) }),
         headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(delivery.payload),
@@ -110,11 +139,36 @@ export function sendDelivery(
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       response.on('error', () => {});
-      response.resume();
+      let read = 0;
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_ANSWER_BYTES) request.destroy();
+      });
       settle(status >= 200 && status < 300 ? { ok: true, status } : { ...failed(`HTTP ${status}`), status });
     });
-    request.end(delivery.payload);
+    if (!guard) {
+      request.end(delivery.payload);
+      return;
+    }
+    // Nothing (headers included) is written until the address actually connected to passes the
+    // guard: this catches what never went through the lookup (an IP literal) or got past it.
+    request.once('socket', (socket) =>
+      whenConnected(socket, () => {
+        if (isAllowedAddress(guard, socket.remoteAddress ?? '')) {
+          request.end(delivery.payload);
+          return;
+        }
+        settle(failed(new RefusedAddressError(hostOf(url)).message));
+        request.destroy();
+      }),
+    );
   });
+}
+
+/** Runs `then` once `socket` is connected: at once for a kept-alive one. */
+function whenConnected(socket: Socket, then: () => void): void {
+  if (socket.connecting) socket.once('connect', then);
+  else then();
 }
 
 function failed(error: string): AttemptOutcome {
@@ -124,6 +178,7 @@ function failed(error: string): AttemptOutcome {
 
 /** A failed connection names its reason by code: ECONNREFUSED, ENOTFOUND, ECONNRESET, … */
 function describeError(error: unknown): string {
+  if (error instanceof RefusedAddressError) return error.message;
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return `connection failed (${code})`;
   return error instanceof Error ? `request failed (${error.message})` : 'request failed';
