@@ -3,7 +3,7 @@ import { startProxy, type Proxy as TcpProxy } from '@plant-store/api/testing/tcp
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRestClient, createTrpcClient, type RestClient, type WebhookDelivery } from '../src/index.ts';
-import { rejectionOf } from './support/clients.ts';
+import { closedPort, rejectionOf } from './support/clients.ts';
 import { type Receiver, startReceiver } from './support/receiver.ts';
 
 const TOKEN = 'client-endpoints-token-0123456789';
@@ -258,6 +258,33 @@ describe.each(clients)('the $name over a connection cut after the request is sen
     );
     expect(added.map((endpoint) => endpoint.url)).toStrictEqual([url]);
     await rest.endpoints.delete(added[0]!.id);
+  });
+
+  it('a delete of an unknown id still fails with 404 when the first attempt was refused', async () => {
+    // The first attempt goes to a port nothing listens on (refused: nothing was sent), the retry
+    // to the api.
+    const refusedPort = await closedPort();
+    statuses = [];
+    let attempts = 0;
+    const client = kind.connect({
+      baseUrl: api.url,
+      token: TOKEN,
+      fetch: async (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        if (attempts++ === 0) url.port = String(refusedPort);
+        try {
+          const response = await fetch(url, init);
+          statuses.push(response.status);
+          return response;
+        } catch (error) {
+          statuses.push(0);
+          throw error;
+        }
+      },
+    });
+    const error = await rejectionOf(client.delete('we_eeeeeeeeeeeeeeeeeeeeeeee'));
+    expect(error.status).toBe(404);
+    expect(statuses).toStrictEqual([0, 404]);
   });
 
   it('a delete of an unknown id still fails with 404 when the first attempt was answered', async () => {
