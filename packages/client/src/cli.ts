@@ -62,7 +62,7 @@ Webhook endpoints (the token's own; it needs the webhooks scope):
   endpoints add <url> [--description <text>]     register an endpoint; prints its id and its
                                                  signing secret, shown this once only
   endpoints list                                 the token's endpoints, oldest first
-  endpoints rm <id>                              delete an endpoint and its pending deliveries
+  endpoints rm <id>                              delete an endpoint and its deliveries
   endpoints rotate <id>                          a new signing secret; prints it, and until when
                                                  the previous one still signs alongside it
   endpoints deliveries <id> [--limit <n>] [--before <delivery id>] [--all]

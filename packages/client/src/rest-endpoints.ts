@@ -47,7 +47,7 @@ export type WebhookEndpointsClient = {
   list(options?: EndpointCallOptions): Promise<WebhookEndpoint[]>;
   /** `GET /webhook-endpoints/{id}`. */
   get(id: string, options?: EndpointCallOptions): Promise<WebhookEndpoint>;
-  /** `DELETE /webhook-endpoints/{id}`: removes it and its pending deliveries. */
+  /** `DELETE /webhook-endpoints/{id}`: removes it and its deliveries; nothing more is sent to it. */
   delete(id: string, options?: EndpointCallOptions): Promise<void>;
   /**
    * `POST /webhook-endpoints/{id}/rotate-secret`: a new secret, which signs at once; the previous
