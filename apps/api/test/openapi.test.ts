@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -148,7 +149,13 @@ describe('GET /openapi.json', () => {
 
 describe.each(testStores())('the operations served on $name', (testStore) => {
   let api: RunningApi;
-  apiOnStore(testStore, (running) => ({ api } = running));
+  apiOnStore(testStore, (running) => ({ api } = running), {
+    env: {
+      WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+      WEBHOOK_ENDPOINTS_PER_TOKEN: '1',
+      WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+    },
+  });
 
   it('documents exactly the operations served', async () => {
     for (const path of Object.keys(doc.paths)) {
@@ -190,11 +197,17 @@ describe.each(testStores())('the operations served on $name', (testStore) => {
       ['/plants/{id}', 'delete', '/plants/1', {}],
       ['/healthz', 'get', '/healthz', {}],
       ['/readyz', 'get', '/readyz', {}],
+      ...endpointRequests(auth),
     ];
     const provoked = new Map<string, Set<number>>();
-    for (const [path, method, url, headers, body] of requests) {
+    const made = { created: '', pinged: '' };
+    for (const [path, method, template, headers, body] of requests) {
+      const url = template.replace('{created}', made.created).replace('{pinged}', made.pinged);
       const answer = await send(`${api.url}${url}`, { method: method.toUpperCase(), headers, body });
       const key = `${method} ${path}`;
+      if (answer.status === 201) made.created = (answer.json as { id: string }).id;
+      if (key === 'post /webhook-endpoints/{id}/ping' && answer.status === 202)
+        made.pinged = (answer.json as { id: string }).id;
       provoked.set(key, (provoked.get(key) ?? new Set()).add(answer.status));
     }
     expect(Object.fromEntries([...provoked].map(([key, statuses]) => [key, [...statuses].sort()]))).toEqual({
@@ -204,6 +217,14 @@ describe.each(testStores())('the operations served on $name', (testStore) => {
       'delete /plants/{id}': [204, 400, 401, 404],
       'get /healthz': [200],
       'get /readyz': [200],
+      'post /webhook-endpoints': [201, 400, 401, 409, 415],
+      'get /webhook-endpoints': [200, 401],
+      'get /webhook-endpoints/{id}': [200, 400, 404],
+      'delete /webhook-endpoints/{id}': [204, 404],
+      'post /webhook-endpoints/{id}/rotate-secret': [200, 404],
+      'get /webhook-endpoints/{id}/deliveries': [200, 400, 404],
+      'post /webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver': [202, 400, 404],
+      'post /webhook-endpoints/{id}/ping': [202, 404],
     });
     for (const [key, statuses] of provoked) {
       const [method, path] = key.split(' ') as [string, string];
@@ -217,3 +238,42 @@ describe.each(testStores())('the operations served on $name', (testStore) => {
     }
   });
 });
+
+const REDELIVER = '/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver';
+
+/**
+ * Requests that provoke the webhook endpoint operations' statuses, in order. The token may have one
+ * endpoint (WEBHOOK_ENDPOINTS_PER_TOKEN=1): `{created}` stands for the one the first request
+ * registers, `{pinged}` for the delivery its ping enqueues.
+ */
+function endpointRequests(
+  auth: Record<string, string>,
+): [string, string, string, Record<string, string>, string?][] {
+  const json = { ...auth, 'content-type': 'application/json' };
+  const missing = `we_${'0'.repeat(24)}`;
+  const base = '/webhook-endpoints/{created}';
+  return [
+    ['/webhook-endpoints', 'post', '/webhook-endpoints', json, '{"url":"http://127.0.0.1:9/x"}'],
+    ['/webhook-endpoints', 'post', '/webhook-endpoints', json, '{"url":"http://127.0.0.1:9/y"}'],
+    ['/webhook-endpoints', 'post', '/webhook-endpoints', json, '{"url":"gopher://127.0.0.1/x"}'],
+    ['/webhook-endpoints', 'post', '/webhook-endpoints', {}, '{}'],
+    ['/webhook-endpoints', 'post', '/webhook-endpoints', { ...auth, 'content-type': 'text/plain' }, 'x'],
+    ['/webhook-endpoints', 'get', '/webhook-endpoints', auth],
+    ['/webhook-endpoints', 'get', '/webhook-endpoints', {}],
+    ['/webhook-endpoints/{id}', 'get', base, auth],
+    ['/webhook-endpoints/{id}', 'get', '/webhook-endpoints/x', auth],
+    ['/webhook-endpoints/{id}', 'get', `/webhook-endpoints/${missing}`, auth],
+    ['/webhook-endpoints/{id}/rotate-secret', 'post', `${base}/rotate-secret`, auth],
+    ['/webhook-endpoints/{id}/rotate-secret', 'post', `/webhook-endpoints/${missing}/rotate-secret`, auth],
+    ['/webhook-endpoints/{id}/ping', 'post', `${base}/ping`, auth],
+    ['/webhook-endpoints/{id}/ping', 'post', `/webhook-endpoints/${missing}/ping`, auth],
+    ['/webhook-endpoints/{id}/deliveries', 'get', `${base}/deliveries`, auth],
+    ['/webhook-endpoints/{id}/deliveries', 'get', `${base}/deliveries?limit=0`, auth],
+    ['/webhook-endpoints/{id}/deliveries', 'get', `/webhook-endpoints/${missing}/deliveries`, auth],
+    [REDELIVER, 'post', `${base}/deliveries/{pinged}/redeliver`, auth],
+    [REDELIVER, 'post', `${base}/deliveries/msg_${'0'.repeat(32)}/redeliver`, auth],
+    [REDELIVER, 'post', `${base}/deliveries/x/redeliver`, auth],
+    ['/webhook-endpoints/{id}', 'delete', base, auth],
+    ['/webhook-endpoints/{id}', 'delete', base, auth],
+  ];
+}

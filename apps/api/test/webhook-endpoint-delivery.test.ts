@@ -291,6 +291,36 @@ describe.each(testStores())('deliveries to registered endpoints on $name', (test
     expect(await store.rows('SELECT id FROM webhook_deliveries')).toStrictEqual([]);
   });
 
+  it('sends nothing more of what a worker had claimed for an endpoint once it is deleted', async () => {
+    const store = await setup(testStore);
+    let endpoint: Endpoint | undefined;
+    // One attempt at a time, each answered after 500 ms: the worker holds the rest, claimed, in memory.
+    const hook = await receiver(() => endpoint!.secret, {
+      answer: async () => {
+        await sleep(500);
+        return 200;
+      },
+    });
+    // A long lease, so the claimed ones stay fit to attempt for the whole test.
+    const api = await startApi(
+      endpointEnv(store, { WEBHOOK_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '20000' }),
+    );
+    endpoint = await register(api, `${hook.url}/hook`);
+    const many = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => postPlant(api.url, `{"id":${i + 1},"name":"Fern"}`)),
+    );
+    expect(many.every((answer) => answer.status === 200)).toBe(true);
+    await hook.waitFor((received) => received.length === 1);
+    const deleted = await send(`${api.url}/webhook-endpoints/${endpoint.id}`, {
+      method: 'DELETE',
+      headers: HEADERS,
+    });
+    expect(deleted.status).toBe(204);
+    await sleep(2_000);
+    // The attempt in flight ends; at most one more had started before the worker saw the deletion.
+    expect(hook.received.length).toBeLessThanOrEqual(2);
+  });
+
   it('isolates endpoints from each other, even at the same URL: one that never answers delays no other', async () => {
     const store = await setup(testStore);
     let healthy: Endpoint | undefined;
@@ -369,7 +399,9 @@ describe('webhook endpoints in the built bundle', () => {
   it('registers, delivers a verified plant, and lists endpoints in the admin CLI without secrets', async () => {
     let endpoint: Endpoint | undefined;
     const hook = await receiver(() => endpoint!.secret);
-    const api = await startApiProcess({ env: { ...FAST, WEBHOOK_ALLOW_PRIVATE_URLS: '1' } });
+    const api = await startApiProcess({
+      env: { ...FAST, WEBHOOK_ALLOW_PRIVATE_URLS: '1', TOKEN_REFRESH_MS: '200' },
+    });
     defer(async () => {
       await api.stop();
       api.cleanup();
@@ -409,5 +441,22 @@ describe('webhook endpoints in the built bundle', () => {
     ]);
     expect(stdout).not.toContain(endpoint.secret.slice('whsec_'.length));
     expect((await runApiCommand(['webhooks', 'endpoints', '--owner', 'someone-else'], env)).stdout).toBe('');
+
+    // A token issued with only the webhooks scope manages its own endpoints and nothing else.
+    const issued = (
+      await runApiCommand(['token', 'create', '--name', 'acme', '--scope', 'webhooks'], env)
+    ).stdout.trim();
+    const acme = { authorization: `Bearer ${issued}`, 'content-type': 'application/json' };
+    await until(async () => (await send(`${api.url}/webhook-endpoints`, { headers: acme })).status === 200);
+    expect((await send(`${api.url}/webhook-endpoints`, { headers: acme })).json).toStrictEqual([]);
+    expect((await send(`${api.url}/plants`, { headers: acme })).status).toBe(403);
+    const own = await send(`${api.url}/webhook-endpoints`, {
+      method: 'POST',
+      headers: acme,
+      body: JSON.stringify({ url: `${hook.url}/acme` }),
+    });
+    expect(own.status).toBe(201);
+    const mine = await runApiCommand(['webhooks', 'endpoints', '--owner', 'acme'], env);
+    expect(JSON.parse(mine.stdout)).toMatchObject({ id: (own.json as { id: string }).id, owner: 'acme' });
   });
 });

@@ -193,6 +193,7 @@ describe('what every delivery keeps to', () => {
         ok: false,
         abandoned: false,
         error: `HTTP ${status}`,
+        status,
       });
       expect(redirecting.counted.requests).toBe(1);
     }
@@ -212,7 +213,9 @@ describe('what every delivery keeps to', () => {
       // Without the cap the connection would stay open until this timeout.
       const outcome = await send(`${receiver.url}/hook`, { ...(guard && { guard }), timeoutMs: 120_000 });
       expect(outcome).toStrictEqual(
-        status === 200 ? { ok: true, status } : { ok: false, abandoned: false, error: `HTTP ${status}` },
+        status === 200
+          ? { ok: true, status }
+          : { ok: false, abandoned: false, error: `HTTP ${status}`, status },
       );
       expect((await receiver.closed()) - started).toBeLessThan(20_000);
       expect(receiver.answered.written).toBeGreaterThan(MAX_ANSWER_BYTES);

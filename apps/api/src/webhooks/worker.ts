@@ -333,8 +333,15 @@ export function startDeliveryWorker({
     for (let i = 0; i < keys.length; i += CLAIMS_AT_ONCE) {
       await Promise.all(keys.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
     }
-    // Forget idle subscribers with nothing pending; an open breaker is kept until it closes.
     const pending = new Set(keys);
+    // An endpoint whose claimed deliveries are no longer pending in the store was deleted (with
+    // them): what this process still queues for it is not sent.
+    for (const [key, known] of subscribers) {
+      if (!pending.has(key) && 'endpointId' in known.target && known.queue.length > 0) {
+        await endpointSubscriber(key).catch(() => {});
+      }
+    }
+    // Forget idle subscribers with nothing pending; an open breaker is kept until it closes.
     for (const [key, known] of subscribers) {
       if (!pending.has(key) && known.held === 0 && known.breaker.state() === 'closed') {
         subscribers.delete(key);
