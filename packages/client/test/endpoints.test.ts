@@ -83,7 +83,11 @@ describe('REST client: endpoints', () => {
     });
 
     // Pages: newest first, `next` from the Link header, and the iterator over them all.
+    // Deliveries are ordered by creation time (ms), then id: a tick apart, so newest first is this order.
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
+    await tick();
     const second = await rest.endpoints.ping(endpoint.id);
+    await tick();
     const third = await rest.endpoints.ping(endpoint.id);
     const page = await rest.endpoints.deliveries(endpoint.id, { limit: 2 });
     expect(page.deliveries.map((delivery) => delivery.id)).toStrictEqual([third.id, second.id]);
