@@ -165,7 +165,7 @@ const POSTGRES_RELEASED = [
  */
 const SQLITE_ENDPOINTS = [
   'index sqlite_autoindex_webhook_endpoints_1: ',
-  'index webhook_deliveries_by_endpoint: CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at, id) WHERE endpoint_id IS NOT NULL',
+  'index webhook_deliveries_by_endpoint: CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at) WHERE endpoint_id IS NOT NULL',
   "index webhook_deliveries_due_by_endpoint: CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE status = 'pending' AND endpoint_id IS NOT NULL",
   "index webhook_deliveries_due_by_url: CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending' AND endpoint_id IS NULL",
   'index webhook_endpoints_owner: CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner, created_at)',

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NewPlant } from '@plant-store/schema';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -575,6 +576,192 @@ describe.each(testStores())('the $name store', (testStore) => {
       } finally {
         await other.close();
       }
+    });
+  });
+
+  describe('webhook endpoints', () => {
+    const endpoint = (n: number, owner = 'alice') => ({
+      id: `we_${String(n).padStart(24, '0')}`,
+      owner,
+      url: `http://127.0.0.1:9/${n}`,
+      description: n % 2 === 0 ? null : `endpoint ${n}`,
+      secret: `sealed-${n}`,
+    });
+    const max = { maxPerOwner: 3 };
+
+    it('registers up to the limit per owner, and reads only the owner’s (any owner’s without one)', async () => {
+      for (const n of [1, 2, 3])
+        expect(await store.webhookEndpoints.create(endpoint(n), max)).toMatchObject({ id: endpoint(n).id });
+      expect(await store.webhookEndpoints.create(endpoint(4), max)).toBe(false);
+      expect(await store.webhookEndpoints.create(endpoint(5, 'bob'), max)).toMatchObject({ owner: 'bob' });
+      const listed = await store.webhookEndpoints.list('alice');
+      expect(listed.map((e) => e.id)).toStrictEqual([1, 2, 3].map((n) => endpoint(n).id));
+      expect(listed[0]).toMatchObject({
+        url: 'http://127.0.0.1:9/1',
+        description: 'endpoint 1',
+        secret: 'sealed-1',
+        previousSecret: null,
+        previousSecretExpiresAt: null,
+      });
+      expect(Math.abs(listed[0]!.createdAt.getTime() - Date.now())).toBeLessThan(60_000);
+      expect(await store.webhookEndpoints.get(endpoint(1).id, 'bob')).toBeUndefined();
+      expect((await store.webhookEndpoints.get(endpoint(1).id, 'alice'))?.id).toBe(endpoint(1).id);
+      expect((await store.webhookEndpoints.get(endpoint(1).id))?.owner).toBe('alice');
+      expect(await store.webhookEndpoints.list('carol')).toStrictEqual([]);
+    });
+
+    it('rotates: the current secret becomes the previous until the overlap ends; a second rotation drops the oldest', async () => {
+      await store.webhookEndpoints.create(endpoint(1), max);
+      expect(
+        await store.webhookEndpoints.rotate(endpoint(1).id, 'bob', { secret: 'x', overlapMs: 1_000 }),
+      ).toBeUndefined();
+      const first = await store.webhookEndpoints.rotate(endpoint(1).id, 'alice', {
+        secret: 'sealed-1b',
+        overlapMs: 60_000,
+      });
+      expect(first).toMatchObject({ secret: 'sealed-1b', previousSecret: 'sealed-1' });
+      const until = first!.previousSecretExpiresAt!.getTime() - Date.now();
+      expect(until).toBeGreaterThan(50_000);
+      expect(until).toBeLessThan(70_000);
+      const second = await store.webhookEndpoints.rotate(endpoint(1).id, 'alice', {
+        secret: 'sealed-1c',
+        overlapMs: 60_000,
+      });
+      expect(second).toMatchObject({ secret: 'sealed-1c', previousSecret: 'sealed-1b' });
+      expect(JSON.stringify(await store.webhookEndpoints.get(endpoint(1).id))).not.toContain('sealed-1"');
+    });
+
+    it('fans a create out to every endpoint in its transaction, none for a duplicate; claims, lists and deletes per endpoint', async () => {
+      for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1,"name":"Fern"}')).toBe(
+        true,
+      );
+      expect(await store.create({ id: 1n, name: 'Moss' }, [], undefined, '{"id":1,"name":"Moss"}')).toBe(
+        false,
+      );
+      expect(await store.create({ id: 2n, name: 'Ivy' })).toBe(true);
+      expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([
+        endpoint(1).id,
+        endpoint(2).id,
+      ]);
+      // Operator claims and URLs never see endpoint deliveries.
+      expect(await store.deliveries.pendingUrls({ limit: 10 })).toStrictEqual([]);
+      expect(
+        await store.deliveries.claim({ url: 'http://127.0.0.1:9/1', limit: 10, leaseMs: 60_000 }),
+      ).toStrictEqual([]);
+      const [claimed, ...none] = await store.deliveries.claim({
+        endpointId: endpoint(1).id,
+        limit: 10,
+        leaseMs: 60_000,
+      });
+      expect(none).toStrictEqual([]);
+      expect(claimed).toMatchObject({
+        url: 'http://127.0.0.1:9/1',
+        payload: '{"id":1,"name":"Fern"}',
+        attempts: 1,
+        endpoint: { id: endpoint(1).id, event: 'plant.created' },
+      });
+      expect(claimed!.id).toMatch(/^msg_[0-9a-f]{32}$/);
+      await store.deliveries.markFailed(claimed!.id, 'HTTP 410', 410);
+      const ping = await store.deliveries.enqueue({
+        id: `msg_${'1'.repeat(32)}`,
+        endpointId: endpoint(1).id,
+        url: 'http://127.0.0.1:9/1',
+        event: 'webhook.ping',
+        payload: '{}',
+      });
+      expect(ping).toMatchObject({
+        event: 'webhook.ping',
+        status: 'pending',
+        attempts: 0,
+        lastResponseCode: null,
+      });
+      const page = await store.deliveries.listForEndpoint({ endpointId: endpoint(1).id, limit: 1 });
+      expect(page!.deliveries.map((d) => d.id)).toStrictEqual([ping.id]);
+      expect(page!.more).toBe(true);
+      const rest = await store.deliveries.listForEndpoint({
+        endpointId: endpoint(1).id,
+        limit: 10,
+        before: ping.id,
+      });
+      expect(rest).toMatchObject({
+        deliveries: [
+          {
+            id: claimed!.id,
+            status: 'failed',
+            attempts: 1,
+            lastResponseCode: 410,
+            lastError: 'HTTP 410',
+            nextAttemptAt: null,
+          },
+        ],
+        more: false,
+      });
+      // `before` must be a delivery of this endpoint.
+      expect(
+        await store.deliveries.listForEndpoint({ endpointId: endpoint(2).id, limit: 10, before: ping.id }),
+      ).toBeUndefined();
+      expect(
+        await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(2).id }),
+      ).toBeUndefined();
+      expect(await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(1).id })).toMatchObject(
+        {
+          status: 'pending',
+          attempts: 0,
+          lastResponseCode: null,
+          lastError: null,
+        },
+      );
+      expect(await store.webhookEndpoints.summaries({})).toMatchObject([
+        { id: endpoint(1).id, owner: 'alice', pending: 2, failed: 0 },
+        { id: endpoint(2).id, pending: 1, failed: 0 },
+      ]);
+      expect(await store.webhookEndpoints.delete(endpoint(1).id, 'bob')).toBe(false);
+      expect(await store.webhookEndpoints.delete(endpoint(1).id, 'alice')).toBe(true);
+      expect(await store.webhookEndpoints.delete(endpoint(1).id, 'alice')).toBe(false);
+      expect(await store.deliveries.listForEndpoint({ endpointId: endpoint(1).id, limit: 10 })).toStrictEqual(
+        {
+          deliveries: [],
+          more: false,
+        },
+      );
+      expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);
+    });
+
+    it('lists an endpoint’s deliveries newest first in the order they were enqueued, even within one millisecond', async () => {
+      await store.webhookEndpoints.create(endpoint(2), max);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const id = `msg_${randomBytes(16).toString('hex')}`;
+        await store.deliveries.enqueue({
+          id,
+          endpointId: endpoint(2).id,
+          url: 'http://127.0.0.1:9/2',
+          event: 'webhook.ping',
+          payload: '{}',
+        });
+        ids.push(id);
+      }
+      const newestFirst = [...ids].reverse();
+      const listed: string[] = [];
+      let before: string | undefined;
+      for (;;) {
+        const page = await store.deliveries.listForEndpoint({ endpointId: endpoint(2).id, limit: 5, before });
+        listed.push(...page!.deliveries.map((d) => d.id));
+        if (!page!.more) break;
+        before = listed.at(-1);
+      }
+      expect(listed).toStrictEqual(newestFirst);
+    });
+
+    it('discards what was enqueued for an endpoint that no longer exists, and nothing of one that does', async () => {
+      await store.webhookEndpoints.create(endpoint(2), max);
+      const orphan = { url: 'http://127.0.0.1:9/x', event: 'webhook.ping' as const, payload: '{}' };
+      await store.deliveries.enqueue({ ...orphan, id: `msg_${'2'.repeat(32)}`, endpointId: endpoint(9).id });
+      await store.deliveries.enqueue({ ...orphan, id: `msg_${'3'.repeat(32)}`, endpointId: endpoint(2).id });
+      expect(await store.deliveries.discardOrphans(endpoint(2).id)).toBe(0);
+      expect(await store.deliveries.discardOrphans(endpoint(9).id)).toBe(1);
+      expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);
     });
   });
 });

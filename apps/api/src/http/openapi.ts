@@ -42,7 +42,11 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
           'Endpoints a token registers to receive webhooks, with its own signing secret (needs the `webhooks` scope)',
       },
       { name: 'operations', description: 'Probes for load balancers; no token needed' },
-      { name: 'webhooks', description: 'Requests this service sends to the subscribers in WEBHOOK_URLS' },
+      {
+        name: 'webhooks',
+        description:
+          'Requests this service sends to the subscribers in WEBHOOK_URLS and to registered webhook endpoints',
+      },
     ],
     paths,
     webhooks: WEBHOOKS,
@@ -104,8 +108,9 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
       operationId: 'newPlantWebhook',
       summary: 'Information about a new plant added to the store',
       description:
-        'POSTed to every URL in WEBHOOK_URLS once a plant is created, signed as the Standard Webhooks ' +
-        'specification describes. Any 2xx answer acknowledges it; anything else (or no answer in time) is ' +
+        'POSTed to every URL in WEBHOOK_URLS, and to every endpoint registered with `POST /webhook-endpoints` ' +
+        '(signed with its own secret, with `webhook-event: plant.created`), once a plant is created, signed as ' +
+        'the Standard Webhooks specification describes. Any 2xx answer acknowledges it; anything else (or no answer in time) is ' +
         'retried with exponential backoff and jitter, with the same `webhook-id`: delivery is at least ' +
         'once, so de-duplicate by `webhook-id`.',
       tags: ['webhooks'],
@@ -125,7 +130,8 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
             }),
           'webhook-signature': z.string().meta({
             description:
-              '`v1,` then the base64 HMAC-SHA256, keyed with the base64-decoded part of WEBHOOK_SECRET after `whsec_`, of `<webhook-id>.<webhook-timestamp>.<body>`',
+              '`v1,` then the base64 HMAC-SHA256, keyed with the base64-decoded part of WEBHOOK_SECRET after `whsec_`, of `<webhook-id>.<webhook-timestamp>.<body>`. ' +
+              'To a registered endpoint: keyed with its secret, and during a rotation’s overlap a second, space-separated `v1,` signature with the previous secret',
             example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
           }),
         }),

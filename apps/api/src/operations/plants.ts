@@ -68,14 +68,10 @@ export const createPlant = defineOperation({
   async run(ctx, plant) {
     const { store, webhooks } = ctx;
     const answer = withTag({ name: plant.name }, plant.tag);
+    // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
+    const payload = newPlantPayload(plant);
     const created = await storeCall(() =>
-      // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
-      store.create(
-        plant,
-        webhooks.deliveriesFor(plant),
-        keyedAnswer(ctx, 200, answer),
-        newPlantPayload(plant),
-      ),
+      store.create(plant, webhooks.deliveriesFor(plant, payload), keyedAnswer(ctx, 200, answer), payload),
     );
     if (!created) throw new ApiError('conflict', `A plant with id ${plant.id} already exists.`);
     return answer;

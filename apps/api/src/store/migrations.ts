@@ -147,7 +147,9 @@ export const migrations: readonly Migration[] = [
     // `endpoint_id` (NULL: an operator subscriber of WEBHOOK_URLS) and a copy of its URL; deleting
     // an endpoint deletes its deliveries in the same transaction (no foreign key: a create fanning
     // out to an endpoint being deleted must not fail). Operator and endpoint deliveries are claimed
-    // through their own due indexes, so neither kind walks past the other's rows.
+    // through their own due indexes, so neither kind walks past the other's rows. An endpoint's
+    // deliveries are listed newest first by enqueue time, ties broken by id on PostgreSQL (whose
+    // times have microseconds) and by rowid, the order of insertion, on SQLite (milliseconds).
     up: (dialect) => `
       CREATE TABLE webhook_endpoints (
         id TEXT PRIMARY KEY,
@@ -169,7 +171,7 @@ export const migrations: readonly Migration[] = [
         WHERE status = 'pending' AND endpoint_id IS NULL;
       CREATE INDEX webhook_deliveries_due_by_endpoint ON webhook_deliveries (endpoint_id, next_attempt_at)
         WHERE status = 'pending' AND endpoint_id IS NOT NULL;
-      CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at, id)
+      CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, created_at${dialect === 'postgres' ? ', id' : ''})
         WHERE endpoint_id IS NOT NULL;
     `,
     down: `

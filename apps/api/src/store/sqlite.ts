@@ -149,20 +149,20 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
       LIMIT @limit + 1
     )
     SELECT id FROM endpoints WHERE id IS NOT NULL LIMIT @limit`);
-  const selectDeliveryTime = db.prepare<[string, string], { created_at: bigint }>(
-    'SELECT created_at FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?',
+  const selectDeliveryTime = db.prepare<[string, string], { created_at: bigint; rowid: bigint }>(
+    'SELECT created_at, rowid FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?',
   );
   const ENDPOINT_DELIVERY =
     'SELECT id, event, status, attempts, last_response_code, last_error, next_attempt_at, created_at FROM webhook_deliveries';
   const selectEndpointDeliveries = db.prepare<{ endpointId: string; limit: number }, EndpointDeliveryRow>(
-    `${ENDPOINT_DELIVERY} WHERE endpoint_id = @endpointId ORDER BY created_at DESC, id DESC LIMIT @limit`,
+    `${ENDPOINT_DELIVERY} WHERE endpoint_id = @endpointId ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
   );
   const selectEndpointDeliveriesBefore = db.prepare<
-    { endpointId: string; limit: number; createdAt: bigint; id: string },
+    { endpointId: string; limit: number; createdAt: bigint; rowid: bigint },
     EndpointDeliveryRow
   >(
-    `${ENDPOINT_DELIVERY} WHERE endpoint_id = @endpointId AND (created_at, id) < (@createdAt, @id)
-     ORDER BY created_at DESC, id DESC LIMIT @limit`,
+    `${ENDPOINT_DELIVERY} WHERE endpoint_id = @endpointId AND (created_at, rowid) < (@createdAt, @rowid)
+     ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
   );
   const ENDPOINT =
     'SELECT id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at FROM webhook_endpoints';
@@ -299,7 +299,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
             endpointId,
             limit: limit + 1,
             createdAt: cursor.created_at,
-            id: before,
+            rowid: cursor.rowid,
           });
         }
         return { deliveries: rows.slice(0, limit).map(toEndpointDelivery), more: rows.length > limit };

@@ -4,8 +4,11 @@ import type { NewDelivery } from '../store/store.ts';
 
 /** The new-plant webhook's subscribers, as the create operation sees them. */
 export type NewPlantWebhook = {
-  /** The outbox rows a create of `plant` writes with it: one delivery per subscriber URL. */
-  deliveriesFor(plant: NewPlant): readonly NewDelivery[];
+  /**
+   * The outbox rows a create of `plant` writes with it: one delivery per subscriber URL, of
+   * `payload` (its `newPlantPayload`, computed here when not given).
+   */
+  deliveriesFor(plant: NewPlant, payload?: string): readonly NewDelivery[];
 };
 
 const NO_DELIVERIES: readonly NewDelivery[] = Object.freeze([]);
@@ -14,8 +17,7 @@ const NO_DELIVERIES: readonly NewDelivery[] = Object.freeze([]);
 export function newPlantWebhook(urls: readonly string[] = []): NewPlantWebhook {
   if (urls.length === 0) return { deliveriesFor: () => NO_DELIVERIES };
   return {
-    deliveriesFor(plant) {
-      const payload = newPlantPayload(plant);
+    deliveriesFor(plant, payload = newPlantPayload(plant)) {
       return urls.map((url) => ({ id: newWebhookId(), url, payload }));
     },
   };
