@@ -2,7 +2,6 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   EventIdSchema,
   INTEGER_LITERAL,
@@ -17,26 +16,27 @@ import {
 import { backoffFetch, createBackoff, type RateLimitPolicy } from './backoff.ts';
 import { exportPlants } from './bulk-export.ts';
 import { type ImportSummary, importPlants } from './bulk-import.ts';
+import { ENDPOINT_COMMANDS } from './cli-endpoints.ts';
+import {
+  type Command,
+  type Connection,
+  callOptions,
+  EXIT,
+  type Output,
+  parse,
+  printTable,
+  TIMEOUT_MS,
+  UsageError,
+  type Values,
+  visible,
+} from './cli-support.ts';
 import { PlantStoreError } from './errors.ts';
 import { countRecords, FORMATS, type Format, PlantFileError, readPlants } from './plant-file.ts';
 import { type Progress, progress } from './progress.ts';
 import { createRestClient } from './rest.ts';
 import { plantsCreateBatch } from './trpc-batch.ts';
 
-/** The exit statuses scripts can rely on. */
-const EXIT = {
-  /** The command did what it says. */
-  ok: 0,
-  /** The server answered with an error (its `Error` body is printed), or with something unusable. */
-  failed: 1,
-  /** The command line is wrong (nothing was sent). */
-  usage: 2,
-  /** No answer: the server could not be reached, or did not answer within the timeout. */
-  unreachable: 3,
-} as const;
-
 const DEFAULT_URL = 'http://127.0.0.1:3000';
-const TIMEOUT_MS = 30_000;
 /** The server refuses a tRPC request of more calls (MAX_BATCH_CALLS in apps/api/src/http/trpc.ts). */
 const MAX_BATCH_CALLS = 100;
 /** Bytes of one import batch, at most: the server refuses a body over 64 KiB (BODY_LIMIT_BYTES). */
@@ -57,6 +57,20 @@ Commands:
                                                  (exit 0); reconnects by itself and resumes
                                                  where it left off. --after: start after that
                                                  event id (0: every event the server keeps)
+
+Webhook endpoints (the token's own; it needs the webhooks scope):
+  endpoints add <url> [--description <text>]     register an endpoint; prints its id and its
+                                                 signing secret, shown this once only
+  endpoints list                                 the token's endpoints, oldest first
+  endpoints rm <id>                              delete an endpoint and its deliveries
+  endpoints rotate <id>                          a new signing secret; prints it, and until when
+                                                 the previous one still signs alongside it
+  endpoints deliveries <id> [--limit <n>] [--before <delivery id>] [--all]
+                                                 recent deliveries, newest first: id, event,
+                                                 status, attempts, last response code, next
+                                                 attempt (--json: one JSON object per line)
+  endpoints redeliver <id> <delivery id>         send a delivery again (same webhook-id)
+  endpoints ping <id>                            send a webhook.ping test delivery
 
 Options:
   --url <url>      the server (default: $PLANTS_URL, else ${DEFAULT_URL})
@@ -85,44 +99,7 @@ Exit status: 0 ok, 1 the server answered with an error (import: a line was inval
 watch keeps retrying instead, and exits 0 on Ctrl-C (SIGINT) or SIGTERM.
 `;
 
-const OPTIONS = {
-  url: { type: 'string' },
-  token: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean' },
-  id: { type: 'string' },
-  name: { type: 'string' },
-  tag: { type: 'string' },
-  limit: { type: 'string' },
-  after: { type: 'string' },
-  all: { type: 'boolean' },
-  format: { type: 'string' },
-} as const;
-
-const parse = (args: string[]) => parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
-
-type Values = ReturnType<typeof parse>['values'];
-
 const GLOBAL = ['url', 'token', 'json', 'help', 'version'];
-
-/** A wrong command line: printed with a pointer to the help, exit status 2. */
-class UsageError extends Error {}
-
-type Output = { json: boolean; print(line: string): void };
-
-/** Where the server is and how to be let in, from the command line or the environment. */
-type Connection = { baseUrl: string; token: string };
-
-type Command = {
-  /** The options it takes besides the global ones. */
-  options: string[];
-  /** How many operands it takes, and what one is. */
-  operands: number;
-  operand?: 'id' | 'file';
-  /** Resolves to the exit status. */
-  run(connection: Connection, values: Values, operands: string[], out: Output): Promise<number>;
-};
 
 async function main(argv: string[]): Promise<number> {
   let values: Values;
@@ -144,23 +121,21 @@ async function main(argv: string[]): Promise<number> {
   }
   const json = values.json === true;
   try {
-    if (command === undefined) throw new UsageError('a command is needed.');
-    const spec = COMMANDS.get(command);
-    if (spec === undefined) throw new UsageError(`unknown command "${command}".`);
+    const { name, spec, given } = findCommand(command, operands);
     const misplaced = Object.keys(values).filter(
       (key) => !GLOBAL.includes(key) && !spec.options.includes(key),
     );
-    if (misplaced.length > 0) throw new UsageError(`${command} takes no --${misplaced[0]}.`);
-    if (operands.length !== spec.operands) {
+    if (misplaced.length > 0) throw new UsageError(`${name} takes no --${misplaced[0]}.`);
+    if (given.length !== spec.operands) {
       throw new UsageError(
         spec.operands === 0
-          ? `${command} takes no operand ("${operands[0]}").`
-          : `${command} needs one ${spec.operand ?? 'id'}.`,
+          ? `${name} takes no operand ("${given[0]}").`
+          : `${name} needs ${spec.needs ?? 'one id'}.`,
       );
     }
     const connection = connect(values);
     const output: Output = { json, print: (line) => process.stdout.write(`${line}\n`) };
-    return await spec.run(connection, values, operands, output);
+    return await spec.run(connection, values, given, output);
   } catch (error) {
     if (error instanceof UsageError) return usageFailure(error.message);
     if (error instanceof PlantFileError) {
@@ -366,10 +341,35 @@ const COMMANDS = new Map<string, Command>([
   ['list', { options: ['limit', 'after', 'all'], operands: 0, run: list }],
   ['get', { options: [], operands: 1, run: get }],
   ['delete', { options: [], operands: 1, run: remove }],
-  ['import', { options: ['format'], operands: 1, operand: 'file', run: importFile }],
+  ['import', { options: ['format'], operands: 1, needs: 'one file', run: importFile }],
   ['export', { options: ['format'], operands: 0, run: exportAll }],
   ['watch', { options: ['after'], operands: 0, run: watch }],
 ]);
+
+/** Commands with subcommands: `plants endpoints add …`. */
+const GROUPS = new Map<string, Map<string, Command>>([['endpoints', ENDPOINT_COMMANDS]]);
+
+/** The command a command line names (`get`, or a group's subcommand: `endpoints add`), and its operands. */
+function findCommand(command: string | undefined, operands: string[]) {
+  if (command === undefined) throw new UsageError('a command is needed.');
+  const group = GROUPS.get(command);
+  if (group === undefined) {
+    const spec = COMMANDS.get(command);
+    if (spec === undefined) throw new UsageError(`unknown command "${command}".`);
+    return { name: command, spec, given: operands };
+  }
+  const [sub, ...given] = operands;
+  const spec = sub === undefined ? undefined : group.get(sub);
+  if (spec === undefined) {
+    const known = [...group.keys()].join(', ');
+    throw new UsageError(
+      sub === undefined
+        ? `${command} needs a subcommand (${known}).`
+        : `unknown ${command} subcommand "${sub}" (${known}).`,
+    );
+  }
+  return { name: `${command} ${sub}`, spec, given };
+}
 
 function connect(values: Values): Connection {
   const baseUrl = values.url ?? process.env.PLANTS_URL ?? DEFAULT_URL;
@@ -387,10 +387,6 @@ function connect(values: Values): Connection {
     throw new UsageError('a bearer token is needed: set PLANTS_TOKEN (or pass --token).');
   }
   return { baseUrl, token };
-}
-
-function callOptions() {
-  return { signal: AbortSignal.timeout(TIMEOUT_MS) };
 }
 
 function parseId(text: string, what: string): bigint {
@@ -425,24 +421,8 @@ function showPlants(plants: PlantWithId[], out: Output, shape: 'one' | 'many'): 
     out.print('No plants.');
     return;
   }
-  const rows = [
-    ['ID', 'NAME', 'TAG'],
-    ...plants.map((p) => [String(p.id), visible(p.name), visible(p.tag ?? '')]),
-  ];
-  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
-  for (const row of rows) {
-    out.print(
-      row
-        .map((cell, column) => (column === 0 ? cell.padStart(widths[0]!) : cell.padEnd(widths[column]!)))
-        .join('  ')
-        .trimEnd(),
-    );
-  }
-}
-
-/** Control characters would break the table (or the terminal): shown escaped. */
-function visible(text: string): string {
-  return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const rows = plants.map((p) => [String(p.id), visible(p.name), visible(p.tag ?? '')]);
+  printTable(out, [['ID', 'NAME', 'TAG'], ...rows], [0]);
 }
 
 function usageFailure(message: string): number {

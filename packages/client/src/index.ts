@@ -7,21 +7,30 @@
 
 export type {
   ApiError,
+  CreatedWebhookEndpoint,
   ListPlantsQuery,
   NewPlant,
+  NewWebhookEndpoint,
   Plant,
   PlantEvent,
   PlantId,
   PlantWithId,
+  RotatedWebhookSecret,
+  WebhookDelivery,
+  WebhookEndpoint,
 } from '@plant-store/schema';
 export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
 export {
   type CallOptions,
   createRestClient,
+  type DeliveriesQuery,
+  type DeliveryPage,
+  type EndpointCallOptions,
   type EventsOptions,
   type PlantPage,
   type RestClient,
   type RestClientOptions,
+  type WebhookEndpointsClient,
 } from './rest.ts';
 export type { RetryOptions } from './retry.ts';
 export { createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';

@@ -6,6 +6,10 @@ import { PlantStoreError } from './errors.ts';
  * `Idempotent-Replayed: true`), never a 409 or 404 of its own making. Retried: no answer at all
  * (refused, reset, cut after sending), 503, and 409 with `Retry-After` (the first attempt is still in
  * flight). Never other answers, nor a call its `signal` aborted.
+ *
+ * Webhook endpoint calls that are safe to repeat without a key are retried the same way: reads,
+ * redeliveries, and deletes (a retry answered 404 after an attempt that may have deleted resolves).
+ * Creates, secret rotations and pings of endpoints are never retried.
  */
 export type RetryOptions = {
   /** Attempts in all, the first included (default 3; 1 turns retries off). */
@@ -60,4 +64,32 @@ export async function withRetries<T>(
       await new Promise((resolve) => setTimeout(resolve, delay / 2 + Math.random() * (delay / 2)));
     }
   }
+}
+
+/**
+ * `attempt` for a delete retried without a key: when an earlier attempt may have reached the server
+ * (no answer, but not refused), a 404 from a retry means that attempt deleted it, and the delete
+ * resolves to `done`; a 404 on the first attempt still fails.
+ */
+export function deleteAttempts<T>(attempt: () => Promise<T>, done: T): () => Promise<T> {
+  let mayHaveDeleted = false;
+  return async () => {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof PlantStoreError)) throw error;
+      if (mayHaveDeleted && error.status === 404) return done;
+      if (error.status === 0 && !refused(error)) mayHaveDeleted = true;
+      throw error;
+    }
+  };
+}
+
+/** No answer because the connection was refused: the request never left. */
+function refused(error: PlantStoreError): boolean {
+  for (let at: unknown = error.cause, depth = 0; at instanceof Error && depth < 4; depth++) {
+    if ((at as { code?: unknown }).code === 'ECONNREFUSED') return true;
+    at = at.cause;
+  }
+  return false;
 }

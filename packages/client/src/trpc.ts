@@ -15,10 +15,28 @@ import {
 import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { failureReason, PlantStoreError } from './errors.ts';
-import { idempotencyKeyHeader, keyFor, markRetriable, type RetryOptions, withRetries } from './retry.ts';
+import {
+  deleteAttempts,
+  idempotencyKeyHeader,
+  keyFor,
+  markRetriable,
+  type RetryOptions,
+  withRetries,
+} from './retry.ts';
 
 /** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
 const KEYED = new Set(['plants.create', 'plants.delete']);
+/**
+ * Calls retried without a key, as the REST client retries them: a repeat changes nothing more
+ * (and a retried delete that finds the endpoint gone resolves, see `deleteAttempts`).
+ */
+const REPEATABLE = new Set([
+  'webhookEndpoints.list',
+  'webhookEndpoints.get',
+  'webhookEndpoints.deliveries',
+  'webhookEndpoints.redeliver',
+]);
+const REPEATABLE_DELETE = 'webhookEndpoints.delete';
 
 /** Calls per HTTP request unless `batch.maxItems` says otherwise. */
 const DEFAULT_MAX_ITEMS = 10;
@@ -42,7 +60,8 @@ export type TrpcClientOptions = {
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
   /**
-   * How `plants.create` and `plants.delete` are retried (see {@link RetryOptions}); 3 attempts by
+   * How `plants.create` and `plants.delete` (and the webhook endpoint calls that are safe to
+   * repeat) are retried (see {@link RetryOptions}); 3 attempts by
    * default. While retries are on, each is sent on its own (a key names one request, so keyed calls
    * are not batched) with an `Idempotency-Key`, the same on every attempt; pass
    * `{ context: { idempotencyKey } }` as the mutation's options to choose it. With
@@ -160,9 +179,11 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
   }
 
   override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
-    return super.query(path, input, opts).catch((error: unknown) => {
-      throw toPlantStoreError(error, 'GET', `${this.#url}/${path}`);
-    });
+    const once = () =>
+      super.query(path, input, opts).catch((error: unknown) => {
+        throw toPlantStoreError(error, 'GET', `${this.#url}/${path}`);
+      });
+    return REPEATABLE.has(path) ? withRetries(once, this.#retry, opts?.signal ?? undefined) : once();
   }
 
   override mutation(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
@@ -170,6 +191,14 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
       super.mutation(path, input, options).catch((error: unknown) => {
         throw toPlantStoreError(error, 'POST', `${this.#url}/${path}`);
       });
+    if (REPEATABLE.has(path)) return withRetries(() => once(opts), this.#retry, opts?.signal ?? undefined);
+    if (path === REPEATABLE_DELETE) {
+      return withRetries(
+        deleteAttempts(() => once(opts), undefined),
+        this.#retry,
+        opts?.signal ?? undefined,
+      );
+    }
     const given = opts?.context?.idempotencyKey;
     const idempotencyKey = KEYED.has(path)
       ? keyFor(typeof given === 'string' ? given : undefined, this.#retry)

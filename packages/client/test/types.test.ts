@@ -1,11 +1,16 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import {
+  type CreatedWebhookEndpoint,
   createRestClient,
   createTrpcClient,
+  type DeliveryPage,
   type Plant,
   type PlantEvent,
   type PlantPage,
   type PlantWithId,
+  type RotatedWebhookSecret,
+  type WebhookDelivery,
+  type WebhookEndpoint,
 } from '../src/index.ts';
 
 // Type-level only: these clients never send a request. `tsc --noEmit` (the typecheck script) fails
@@ -98,5 +103,58 @@ describe('client types', () => {
     expectTypeOf<PlantEvent['id']>().toEqualTypeOf<bigint>();
     // @ts-expect-error the resume id is a bigint
     expectTypeOf(client.events).toBeCallableWith({ after: '5' });
+  });
+
+  it('tRPC: webhookEndpoints.* take and answer the schema types of the contract', () => {
+    const { webhookEndpoints } = createTrpcClient(options);
+    expectTypeOf(webhookEndpoints.create.mutate).toBeCallableWith({ url: 'https://example.com/hook' });
+    expectTypeOf(webhookEndpoints.create.mutate).toBeCallableWith({
+      url: 'https://x.example',
+      description: 'd',
+    });
+    expectTypeOf(webhookEndpoints.create.mutate).returns.resolves.toEqualTypeOf<CreatedWebhookEndpoint>();
+    expectTypeOf(webhookEndpoints.list.query).returns.resolves.toEqualTypeOf<WebhookEndpoint[]>();
+    expectTypeOf(webhookEndpoints.get.query).toBeCallableWith({ id: 'we_0123456789abcdef01234567' });
+    expectTypeOf(webhookEndpoints.get.query).returns.resolves.toEqualTypeOf<WebhookEndpoint>();
+    expectTypeOf(webhookEndpoints.delete.mutate).toBeCallableWith({ id: 'we_0123456789abcdef01234567' });
+    expectTypeOf(webhookEndpoints.rotateSecret.mutate).returns.resolves.toEqualTypeOf<RotatedWebhookSecret>();
+    expectTypeOf(webhookEndpoints.deliveries.query).toBeCallableWith({
+      id: 'we_0',
+      limit: 10,
+      before: 'msg_0',
+    });
+    // tRPC has no Link header: the page carries the cursor of the next one.
+    expectTypeOf(webhookEndpoints.deliveries.query).returns.resolves.toEqualTypeOf<{
+      deliveries: WebhookDelivery[];
+      next: string | null;
+    }>();
+    expectTypeOf(webhookEndpoints.redeliver.mutate).toBeCallableWith({ id: 'we_0', deliveryId: 'msg_0' });
+    expectTypeOf(webhookEndpoints.redeliver.mutate).returns.resolves.toEqualTypeOf<WebhookDelivery>();
+    expectTypeOf(webhookEndpoints.ping.mutate).returns.resolves.toEqualTypeOf<WebhookDelivery>();
+    // @ts-expect-error url is required
+    expectTypeOf(webhookEndpoints.create.mutate).toBeCallableWith({ description: 'd' });
+    // @ts-expect-error redeliver needs the delivery id
+    expectTypeOf(webhookEndpoints.redeliver.mutate).toBeCallableWith({ id: 'we_0' });
+  });
+
+  it('REST: endpoints.* take string ids and answer the schema types', () => {
+    const { endpoints } = createRestClient(options);
+    expectTypeOf(endpoints.create).toBeCallableWith({ url: 'https://example.com/hook', description: 'd' });
+    expectTypeOf(endpoints.create).returns.resolves.toEqualTypeOf<CreatedWebhookEndpoint>();
+    expectTypeOf(endpoints.list).returns.resolves.toEqualTypeOf<WebhookEndpoint[]>();
+    expectTypeOf(endpoints.get).returns.resolves.toEqualTypeOf<WebhookEndpoint>();
+    expectTypeOf(endpoints.delete).returns.resolves.toEqualTypeOf<void>();
+    expectTypeOf(endpoints.rotateSecret).returns.resolves.toEqualTypeOf<RotatedWebhookSecret>();
+    expectTypeOf(endpoints.deliveries).toBeCallableWith('we_0', { limit: 5, before: 'msg_0' });
+    expectTypeOf(endpoints.deliveries).returns.resolves.toEqualTypeOf<DeliveryPage>();
+    expectTypeOf<DeliveryPage['next']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf(endpoints.allDeliveries).returns.toEqualTypeOf<AsyncIterable<WebhookDelivery>>();
+    expectTypeOf(endpoints.redeliver).returns.resolves.toEqualTypeOf<WebhookDelivery>();
+    expectTypeOf(endpoints.ping).returns.resolves.toEqualTypeOf<WebhookDelivery>();
+    expectTypeOf<WebhookDelivery['attempts']>().toEqualTypeOf<number>();
+    // @ts-expect-error the endpoint body needs a url
+    expectTypeOf(endpoints.create).toBeCallableWith({ description: 'd' });
+    // @ts-expect-error endpoint ids are strings
+    expectTypeOf(endpoints.get).toBeCallableWith(1n);
   });
 });

@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util';
+
+/** The exit statuses scripts can rely on. */
+export const EXIT = {
+  /** The command did what it says. */
+  ok: 0,
+  /** The server answered with an error (its `Error` body is printed), or with something unusable. */
+  failed: 1,
+  /** The command line is wrong (nothing was sent). */
+  usage: 2,
+  /** No answer: the server could not be reached, or did not answer within the timeout. */
+  unreachable: 3,
+} as const;
+
+export const TIMEOUT_MS = 30_000;
+
+const OPTIONS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+  id: { type: 'string' },
+  name: { type: 'string' },
+  tag: { type: 'string' },
+  limit: { type: 'string' },
+  after: { type: 'string' },
+  before: { type: 'string' },
+  all: { type: 'boolean' },
+  format: { type: 'string' },
+  description: { type: 'string' },
+} as const;
+
+export const parse = (args: string[]) =>
+  parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
+
+export type Values = ReturnType<typeof parse>['values'];
+
+/** A wrong command line: printed with a pointer to the help, exit status 2. */
+export class UsageError extends Error {}
+
+export type Output = { json: boolean; print(line: string): void };
+
+/** Where the server is and how to be let in, from the command line or the environment. */
+export type Connection = { baseUrl: string; token: string };
+
+export type Command = {
+  /** The options it takes besides the global ones. */
+  options: string[];
+  /** How many operands it takes, and what they are when they are missing (default `one id`). */
+  operands: number;
+  needs?: string;
+  /** Resolves to the exit status. */
+  run(connection: Connection, values: Values, operands: string[], out: Output): Promise<number>;
+};
+
+export function callOptions() {
+  return { signal: AbortSignal.timeout(TIMEOUT_MS) };
+}
+
+/** Control characters would break the table (or the terminal): shown escaped. */
+export function visible(text: string): string {
+  return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** Rows (the first one the header) as aligned columns; the columns in `right` are aligned right. */
+export function printTable(out: Output, rows: string[][], right: number[] = []): void {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows) {
+    const cells = row.map((cell, column) =>
+      right.includes(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!),
+    );
+    out.print(cells.join('  ').trimEnd());
+  }
+}
