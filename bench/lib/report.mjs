@@ -304,13 +304,14 @@ function renderImport(im, s) {
     `Each round, in rotated order: the tRPC batched scenario of the side-by-side runs (${s.batch} calls a request, ${s.connections} connections, ${s.durationSeconds} s after ${s.warmupSeconds} s warm-up, fresh api), and a fresh api ` +
       `(started the same way: RATE_LIMIT_MAX=1000000000) into which the real \`plants import <file> --json\` process (bin/plants.js, pinned to the load core) loads an NDJSON file of ${n} plants, then \`plants export > file\` reads them back. ` +
       'The import is timed from spawn to exit (start-up and its first checking request included); both must exit 0, the import count every plant created, the store hold exactly them and the export be them, line for line, in id order. ' +
-      "CPU µs a plant: the CLI's (read from /proc every 100 ms, so slightly short) and the api's over the import.",
+      "CPU µs a plant: the CLI's (read from /proc every 100 ms, so slightly short) and the api's over the import; the api's a create under the batched load beside it.",
     '',
     table(
       [
         'round',
         'order',
         'batched creates/s',
+        'batched: api CPU µs/create',
         'import s',
         'import plants/s',
         'import ÷ batched',
@@ -325,6 +326,7 @@ function renderImport(im, s) {
         r.round,
         r.order.join(' → '),
         int(r.batchCreatesPerSec),
+        num(r.batchServerCpuUsPerCreate),
         r.import ? r.import.seconds.toFixed(2) : r.errors?.join('; ').slice(0, 160),
         int(r.import?.plantsPerSec),
         x(r.ratio),
@@ -343,7 +345,9 @@ function renderImport(im, s) {
       `Median of ${sum.rounds} round(s): import ${int(sum.importPlantsPerSec)} plants/s (${sum.importSeconds} s), ` +
         `**${x(sum.ratio)} the batched creates/s** (median of the rounds' ratios, ${x(sum.ratioMin)}–${x(sum.ratioMax)}; ` +
         `${x(sum.ratioOfMedians)} as a ratio of the medians, ${int(sum.batchCreatesPerSec)} creates/s batched); ` +
-        `export **${sum.exportSeconds} s** (${sum.exportMin}–${sum.exportMax} s).`,
+        `export **${sum.exportSeconds} s** (${sum.exportMin}–${sum.exportMax} s). ` +
+        `CPU a plant: the CLI ${num(sum.cliCpuUsPerPlant)} µs, the api ${num(sum.serverCpuUsPerPlant)} µs under the import ` +
+        `(batches of up to 100 calls) vs ${num(sum.batchServerCpuUsPerCreate)} µs a create under the batched load (${s.batch} a request).`,
       '',
     );
   return out;

@@ -177,6 +177,8 @@ export async function importBench(settings) {
             const run = await scenarioRun(settings, SCENARIOS['trpc-batch'], { round });
             batchRuns.push(run);
             entry.batchCreatesPerSec = round1(run.createsPerSec);
+            // The api's CPU a create under the batched load, beside its CPU a plant under the import.
+            entry.batchServerCpuUsPerCreate = perPlantUs(run.serverCpu, run.createsPerSec);
             progress(`${label}: ${describeRun(run)}`);
           } else {
             Object.assign(entry, await importRun(settings, catalog));
@@ -220,5 +222,6 @@ function summarizeRounds(rounds) {
     exportMax: exports.length ? Math.max(...exports) : null,
     cliCpuUsPerPlant: round1(median(ok.map((r) => r.import.cliCpuUsPerPlant))),
     serverCpuUsPerPlant: round1(median(ok.map((r) => r.import.serverCpuUsPerPlant))),
+    batchServerCpuUsPerCreate: round1(median(ok.map((r) => r.batchServerCpuUsPerCreate))),
   };
 }
