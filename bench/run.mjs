@@ -1,21 +1,23 @@
-// `pnpm bench`: the api side by side with the baseline (bench/baseline.mjs), plus growth, soak and
+// `pnpm bench`: the api side by side with the baseline (bench/baseline.mjs), plus import, growth, soak and
 // cold-start benches. See bench/README.md for what each measures and the environment knobs.
 //
-//   node bench/run.mjs [compare|backlog|events|growth|soak|cold|profile|all]…   (default: all; build the api first)
+//   node bench/run.mjs [compare|import|backlog|events|growth|soak|cold|profile|all]…   (default: all; build the
+//   api and, for import, the client first)
 //
 // Each command is a module in scenarios/; this entry reads the settings, runs the commands asked
 // for in a fixed order, and writes the report (bench/results/latest.json and .md).
 
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { loadAverage, machineInfo } from './lib/machine.mjs';
 import { writeChart } from './lib/chart.mjs';
+import { loadAverage, machineInfo } from './lib/machine.mjs';
 import { DEFAULT_POSTGRES_URL, postgresAnswers, redact } from './lib/postgres.mjs';
 import { renderMarkdown } from './lib/report.mjs';
 import { progress, warn, warnings } from './lib/session.mjs';
 import { readCommands, readSettings, UsageError } from './lib/settings.mjs';
 import {
   API_MAIN,
+  CLI_MAIN,
   installCleanup,
   keepTemporaryDirectories,
   pinningPlan,
@@ -25,14 +27,15 @@ import { targets } from './lib/targets.mjs';
 import { checkSuperjsonFormat } from './lib/workload.mjs';
 import { backlog } from './scenarios/backlog.mjs';
 import { cold } from './scenarios/cold.mjs';
-import { events } from './scenarios/events.mjs';
 import { compare, resolveScenarios } from './scenarios/compare.mjs';
+import { events } from './scenarios/events.mjs';
 import { growth } from './scenarios/growth.mjs';
+import { importBench } from './scenarios/import.mjs';
 import { profile } from './scenarios/profile.mjs';
 import { soak } from './scenarios/soak.mjs';
 
 /** The commands, in the order they run whatever order they are given in. */
-const BENCHES = { compare, backlog, events, growth, soak, cold, profile };
+const BENCHES = { compare, import: importBench, backlog, events, growth, soak, cold, profile };
 
 async function main() {
   let commands;
@@ -49,6 +52,10 @@ async function main() {
   }
   if (!existsSync(API_MAIN)) {
     console.error(`${API_MAIN} is missing: build the api first (pnpm --filter @plant-store/api build)`);
+    process.exit(2);
+  }
+  if (commands.includes('import') && !existsSync(CLI_MAIN)) {
+    console.error(`${CLI_MAIN} is missing: build the client first (pnpm --filter @plant-store/client build)`);
     process.exit(2);
   }
   if (settings.databaseUrl === 'none') settings.databaseUrl = undefined;
@@ -70,7 +77,8 @@ async function main() {
   const plan = pinningPlan(process.env);
   setPinning(plan);
   if (!plan.enabled) warn(`not pinned to cores (${plan.why}): server and load generator share the CPUs`);
-  if (settings.scenarios.some((name) => name.startsWith('trpc'))) await checkSuperjsonFormat();
+  if (commands.includes('import') || settings.scenarios.some((name) => name.startsWith('trpc')))
+    await checkSuperjsonFormat();
 
   const machine = machineInfo(settings);
   const [load1] = machine.loadAverageAtStart;
@@ -99,6 +107,8 @@ async function main() {
       runs: settings.runs,
       batch: settings.batch,
       ids: settings.ids,
+      importPlants: settings.importPlants,
+      importRuns: settings.importRuns,
       growthIds: settings.growthIds,
       growthSizes: settings.growthSizes,
       soakSeconds: settings.soakSeconds,
@@ -130,6 +140,7 @@ async function main() {
     Object.values(results.growth?.summary ?? {}).some((s) => s.failed > 0) ||
     Boolean(results.soak?.error) ||
     Boolean(results.backlog?.error) ||
+    (results.import?.summary.failed ?? 0) > 0 ||
     Boolean(results.events?.sqlite?.error || results.events?.postgres?.error) ||
     (results.cold?.failures.length ?? 0) > 0;
   const targetFailed = report.targets.some((t) => t.result === 'FAIL');

@@ -108,6 +108,9 @@ export function renderMarkdown(report) {
     out.push('');
   }
 
+  const im = report.import;
+  if (im) out.push(...renderImport(im, s));
+
   const b = report.backlog;
   if (b) {
     out.push(
@@ -286,10 +289,68 @@ export function renderMarkdown(report) {
     out.push('');
   }
   out.push(
-    'Reproduce: `pnpm bench` (all) or `node bench/run.mjs compare|backlog|events|growth|soak|cold|profile` after `pnpm --filter @plant-store/api build`; knobs in bench/README.md.',
+    'Reproduce: `pnpm bench` (all) or `node bench/run.mjs compare|import|backlog|events|growth|soak|cold|profile` after `pnpm build` (the api and the client); knobs in bench/README.md.',
     '',
   );
   return out.join('\n');
+}
+
+function renderImport(im, s) {
+  const n = im.plants.toLocaleString('en-US');
+  const sum = im.summary;
+  const out = [
+    `## Bulk import and export: \`plants import\` / \`plants export\` of ${n} plants, ${im.runs} interleaved round(s)`,
+    '',
+    `Each round, in rotated order: the tRPC batched scenario of the side-by-side runs (${s.batch} calls a request, ${s.connections} connections, ${s.durationSeconds} s after ${s.warmupSeconds} s warm-up, fresh api), and a fresh api ` +
+      `(started the same way: RATE_LIMIT_MAX=1000000000) into which the real \`plants import <file> --json\` process (bin/plants.js, pinned to the load core) loads an NDJSON file of ${n} plants, then \`plants export > file\` reads them back. ` +
+      'The import is timed from spawn to exit (start-up and its first checking request included); both must exit 0, the import count every plant created, the store hold exactly them and the export be them, line for line, in id order. ' +
+      "CPU µs a plant: the CLI's (read from /proc every 100 ms, so slightly short) and the api's over the import; the api's a create under the batched load beside it.",
+    '',
+    table(
+      [
+        'round',
+        'order',
+        'batched creates/s',
+        'batched: api CPU µs/create',
+        'import s',
+        'import plants/s',
+        'import ÷ batched',
+        'CLI CPU µs/plant',
+        'api CPU µs/plant',
+        'CLI / api CPU busy',
+        'export s',
+        'export lines',
+        'api peak RSS MiB',
+      ],
+      im.rounds.map((r) => [
+        r.round,
+        r.order.join(' → '),
+        int(r.batchCreatesPerSec),
+        num(r.batchServerCpuUsPerCreate),
+        r.import ? r.import.seconds.toFixed(2) : r.errors?.join('; ').slice(0, 160),
+        int(r.import?.plantsPerSec),
+        x(r.ratio),
+        num(r.import?.cliCpuUsPerPlant),
+        num(r.import?.serverCpuUsPerPlant),
+        r.import ? `${pct(r.import.cliCpu)} / ${pct(r.import.serverCpu)}` : '',
+        r.export ? r.export.seconds.toFixed(2) : '',
+        num(r.export?.lines),
+        num(r.serverPeakRssMb),
+      ]),
+    ),
+    '',
+  ];
+  if (sum.rounds > 0)
+    out.push(
+      `Median of ${sum.rounds} round(s): import ${int(sum.importPlantsPerSec)} plants/s (${sum.importSeconds} s), ` +
+        `**${x(sum.ratio)} the batched creates/s** (median of the rounds' ratios, ${x(sum.ratioMin)}–${x(sum.ratioMax)}; ` +
+        `${x(sum.ratioOfMedians)} as a ratio of the medians, ${int(sum.batchCreatesPerSec)} creates/s batched); ` +
+        `export **${sum.exportSeconds} s** (${sum.exportMin}–${sum.exportMax} s). ` +
+        `CPU a plant: the CLI ${num(sum.cliCpuUsPerPlant)} µs, the api ${num(sum.serverCpuUsPerPlant)} µs under the import ` +
+        `(batches of up to 100 calls) vs ${num(sum.batchServerCpuUsPerCreate)} µs a create under the batched load (${s.batch} a request).`,
+      '',
+    );
+  return out;
 }
 
 function renderEvents(e) {

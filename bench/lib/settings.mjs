@@ -4,13 +4,16 @@
 import { resolve } from 'node:path';
 import { ROOT } from './system.mjs';
 
-export const COMMANDS = ['compare', 'backlog', 'events', 'growth', 'soak', 'cold', 'profile'];
-const HELP = `usage: node bench/run.mjs [compare|backlog|events|growth|soak|cold|profile|all]...   (default: all)
+export const COMMANDS = ['compare', 'import', 'backlog', 'events', 'growth', 'soak', 'cold', 'profile'];
+const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|growth|soak|cold|profile|all]...   (default: all)
 
   compare  the api beside its baselines, interleaved, BENCH_RUNS runs each: creates over REST, tRPC
            (one call, batched), REST with one webhook subscriber, GET /plants/{id} and
            GET /plants?limit=100 against bare node:http + SQLite servers, and, with PostgreSQL,
            REST creates against a hand-written node:http + pg server
+  import   \`plants import\` of an NDJSON file of BENCH_IMPORT_PLANTS plants into a fresh api, then
+           \`plants export\` of them, beside compare's tRPC batched scenario, BENCH_IMPORT_RUNS
+           interleaved rounds: import plants/s ÷ batched creates/s, export seconds
   backlog  BENCH_BACKLOG_SECONDS of REST creates with one webhook subscriber: the outbox backlog
   events   the live event streams (GET /plants/events): added RSS with BENCH_EVENT_STREAMS open,
            commit-to-delivery latency at BENCH_EVENT_RATE creates/s (SQLite; PostgreSQL across two
@@ -22,6 +25,7 @@ const HELP = `usage: node bench/run.mjs [compare|backlog|events|growth|soak|cold
 
 Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=5 BENCH_CONNECTIONS=50
   BENCH_BATCH=10 BENCH_SCENARIOS=<all> BENCH_DATABASE_URL=<local server if it answers>|none
+  BENCH_IMPORT_PLANTS=100000 BENCH_IMPORT_RUNS=3
   BENCH_BACKLOG_SECONDS=60 BENCH_PROFILE_SECONDS=5 BENCH_PROFILE_SCENARIOS=<every api scenario>
   BENCH_EVENT_STREAMS=1000 BENCH_EVENT_RATE=1000 BENCH_EVENT_SECONDS=10 BENCH_EVENT_SAMPLE=10
   BENCH_GROWTH_SIZES=0,100k,1M BENCH_GROWTH_IDS=scattered BENCH_IDS=seq BENCH_SOAK_SECONDS=300
@@ -81,6 +85,8 @@ export function readSettings() {
     scenarios,
     /** `none`: no PostgreSQL scenarios; unset: the local server when it answers (run.mjs). */
     databaseUrl,
+    importPlants: intEnv('BENCH_IMPORT_PLANTS', 100_000, 1),
+    importRuns: intEnv('BENCH_IMPORT_RUNS', 3, 1),
     backlogSeconds: intEnv('BENCH_BACKLOG_SECONDS', 60, 5),
     profileSeconds: intEnv('BENCH_PROFILE_SECONDS', 5, 1),
     eventStreams: intEnv('BENCH_EVENT_STREAMS', 1000, 1),

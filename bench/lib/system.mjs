@@ -23,6 +23,9 @@ export const API_NODE_FLAGS = (() => {
     .split(/\s+/)
     .filter(Boolean);
 })();
+/** The `plants` command as users run it (bin/plants.js loads the built dist/cli.js). */
+export const CLI = join(ROOT, 'packages/client/bin/plants.js');
+export const CLI_MAIN = join(ROOT, 'packages/client/dist/cli.js');
 export const BASELINE = join(ROOT, 'bench/baseline.mjs');
 export const BASELINE_PG = join(ROOT, 'bench/baseline-pg.mjs');
 export const RECEIVER = join(ROOT, 'bench/receiver.mjs');
@@ -335,6 +338,57 @@ export function runLoad(config, { onMeasuring } = {}) {
       clearTimeout(timer);
       if (result && code === 0) resolveResult(result);
       else reject(new Error(`load generator exited (${code ?? signal}): ${stderr.trim()}`));
+    });
+  });
+}
+
+/**
+ * Runs the `plants` command with `args`, pinned to the load core like the load generator, with
+ * only PATH, HOME and `env` in its environment; `stdout` is 'pipe' (collected) or a file
+ * descriptor. Resolves when it exits with its exit status, wall seconds, the stderr tail, the
+ * collected stdout and its CPU seconds, read from /proc every 100 ms while it runs (so up to
+ * 100 ms short; null where there is no /proc).
+ */
+export function runCli(args, { env, stdout = 'pipe', timeoutMs = 600_000 }) {
+  return new Promise((resolveRun, reject) => {
+    const started = performance.now();
+    const child = spawnNode(pinning.loadCpu, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...env },
+      stdio: ['ignore', stdout, 'pipe'],
+      cwd: ROOT,
+    });
+    let out = '';
+    child.stdout?.setEncoding('utf8').on('data', (chunk) => {
+      out += chunk;
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr = (stderr + chunk).slice(-4000);
+    });
+    let cpuSeconds = null;
+    const sample = () => {
+      const stats = processStats(child.pid);
+      if (stats && Number.isFinite(stats.cpuSeconds)) cpuSeconds = stats.cpuSeconds;
+    };
+    const sampler = setInterval(sample, 100);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', (error) => {
+      clearInterval(sampler);
+      clearTimeout(timer);
+      reject(error);
+    });
+    // 'close': the process has exited and its stdout and stderr are read to the end.
+    child.once('close', (code, signal) => {
+      clearInterval(sampler);
+      clearTimeout(timer);
+      resolveRun({
+        code,
+        signal,
+        seconds: (performance.now() - started) / 1000,
+        stdout: out,
+        stderr: stderr.trim(),
+        cpuSeconds,
+      });
     });
   });
 }

@@ -1,6 +1,6 @@
-// The targets of issue 13, each with its figure and PASS/FAIL (n/a when this run has no figure).
+// The targets of issues 13, 14 and 15, each with its figure and PASS/FAIL (n/a when this run has no figure).
 
-import { fmtMs, fmtRatio } from './format.mjs';
+import { fmtInt, fmtMs, fmtRatio } from './format.mjs';
 
 /** Largest peak RSS of the server in any scenario (MiB). */
 export const RSS_LIMIT_MB = 150;
@@ -84,6 +84,8 @@ export function targets(results, settings) {
     if (checked.length > 0)
       add('Every acknowledged create is in the store after the run (check)', `${lost} missing`, lost === 0);
   }
+  const im = results.import;
+  if (im) importTargets(im, settings, add);
   const b = results.backlog;
   if (b) {
     add(
@@ -132,6 +134,39 @@ export function targets(results, settings) {
     );
   }
   return list;
+}
+
+/**
+ * Issue 15's bulk targets: the import at least `ratio` × the batched tRPC creates/s measured beside
+ * it; the export of 100,000 plants within `exportSeconds` ("a few seconds"). The export's bound is
+ * judged only when the bench imported exactly that many.
+ */
+export const IMPORT_TARGETS = { ratio: 0.8, exportPlants: 100_000, exportSeconds: 5 };
+
+function importTargets(im, settings, add) {
+  const s = im.summary;
+  const n = im.plants.toLocaleString('en-US');
+  const none = s.rounds === 0;
+  add(
+    `\`plants import\` of ${n} plants ≥ ${IMPORT_TARGETS.ratio}× the tRPC batched creates/s (${settings.batch} per request), median of the rounds' ratios`,
+    none
+      ? 'failed'
+      : `${fmtRatio(s.ratio)} (${fmtRatio(s.ratioMin)}–${fmtRatio(s.ratioMax)}; ${fmtInt(s.importPlantsPerSec)} plants/s vs ${fmtInt(s.batchCreatesPerSec)} creates/s)`,
+    none ? false : s.ratio >= IMPORT_TARGETS.ratio,
+  );
+  const judged = im.plants === IMPORT_TARGETS.exportPlants;
+  add(
+    `\`plants export\` of ${IMPORT_TARGETS.exportPlants.toLocaleString('en-US')} plants ≤ ${IMPORT_TARGETS.exportSeconds} s, median`,
+    none
+      ? 'failed'
+      : `${s.exportSeconds} s (${s.exportMin}–${s.exportMax} s)${judged ? '' : ` for ${n} plants: not judged`}`,
+    none ? false : judged ? s.exportSeconds <= IMPORT_TARGETS.exportSeconds : null,
+  );
+  add(
+    `Every import round: both commands exit 0, the store and the export hold exactly the ${n} plants (check)`,
+    `${s.failed} of ${im.runs} rounds failed`,
+    s.failed === 0,
+  );
 }
 
 /** Issue 14's targets for the live event streams (`events`). */
