@@ -210,6 +210,16 @@ describe('checkEndpointUrl', () => {
     );
   });
 
+  it('does not wait on a name server that never answers', async () => {
+    const never: Resolve = () => new Promise(() => {});
+    const started = performance.now();
+    const refused = checkEndpointUrl('https://slow.example/', STRICT, never, 100);
+    await expect(refused).rejects.toThrow(
+      new UnsafeUrlError('url: the host slow.example could not be resolved within 0.1 s'),
+    );
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
   describe('with allowPrivate (WEBHOOK_ALLOW_PRIVATE_URLS=1)', () => {
     it('accepts http and non-public addresses', async () => {
       for (const url of [

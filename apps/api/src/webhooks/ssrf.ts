@@ -23,6 +23,12 @@ export const systemResolve: Resolve = (hostname) =>
     dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
   );
 
+/**
+ * How long registration waits for the host to resolve: a third party's slow name server must not
+ * hold the request (the lookup itself goes on in libuv's pool, which it cannot cancel).
+ */
+export const RESOLVE_TIMEOUT_MS = 5_000;
+
 /** 2000::/3, the only IPv6 addresses assigned for global unicast: the rest is special or unassigned. */
 const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
 /**
@@ -67,6 +73,7 @@ export async function checkEndpointUrl(
   url: string,
   policy: UrlPolicy,
   resolve: Resolve = systemResolve,
+  timeoutMs = RESOLVE_TIMEOUT_MS,
 ): Promise<void> {
   if (!URL.canParse(url)) throw new UnsafeUrlError('url must be an absolute URL');
   const parsed = new URL(url);
@@ -81,11 +88,20 @@ export async function checkEndpointUrl(
   // `href` keeps the `#` even of an empty fragment.
   if (parsed.href.includes('#')) throw new UnsafeUrlError('url must not contain a fragment');
   const host = hostOf(parsed);
-  let addresses: LookupAddress[];
+  let addresses: LookupAddress[] | 'late';
+  let timer: NodeJS.Timeout | undefined;
   try {
-    addresses = await resolve(host);
+    const late = new Promise<'late'>((settle) => {
+      timer = setTimeout(() => settle('late'), timeoutMs);
+    });
+    addresses = await Promise.race([resolve(host), late]);
   } catch {
     addresses = [];
+  } finally {
+    clearTimeout(timer);
+  }
+  if (addresses === 'late') {
+    throw new UnsafeUrlError(`url: the host ${host} could not be resolved within ${timeoutMs / 1000} s`);
   }
   if (addresses.length === 0) throw new UnsafeUrlError(`url: the host ${host} could not be resolved`);
   if (!addresses.every(({ address }) => isAllowedAddress(policy, address))) {
