@@ -116,15 +116,20 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   // The same pages as rows of [id, name, tag]: one call reads them all (see `list`).
   const selectFirstRaw = db.prepare<[number], PlantTuple>(selectFirst.source).raw(true);
   const selectAfterRaw = db.prepare<[bigint, number], PlantTuple>(selectAfter.source).raw(true);
-  // What a page's name and tag text costs the budget (`textBytes`), summed by SQLite without
-  // reading the text into JavaScript (octet_length: its UTF-8 bytes, as Buffer.byteLength counts).
+  // What a page's name and tag text costs the budget (`textBytes`), summed by SQLite over the
+  // page's id range: octet_length (the UTF-8 bytes, as Buffer.byteLength counts) of a column is read
+  // from its row's header, so even a page of megabyte rows costs this no text reading.
   const PAGE_BYTES = 'coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0)';
   const firstPageBytes = db
-    .prepare<[number], bigint>(`SELECT ${PAGE_BYTES} FROM (SELECT name, tag FROM plants ORDER BY id LIMIT ?)`)
+    .prepare<{ limit: number }, bigint>(
+      `SELECT ${PAGE_BYTES} FROM plants WHERE id <= coalesce(
+         (SELECT id FROM plants ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`,
+    )
     .pluck(true);
   const afterPageBytes = db
-    .prepare<[bigint, number], bigint>(
-      `SELECT ${PAGE_BYTES} FROM (SELECT name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?)`,
+    .prepare<{ after: bigint; limit: number }, bigint>(
+      `SELECT ${PAGE_BYTES} FROM plants WHERE id > @after AND id <= coalesce(
+         (SELECT id FROM plants WHERE id > @after ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`,
     )
     .pluck(true);
   const selectFailed = db.prepare<[number], FailedRow>(
@@ -416,9 +421,11 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
       read(() => {
         // The usual page fits its budget: SQLite says so first (without reading the text out), then
         // one all() reads it, cheaper than stepping row by row.
-        const pageBytes = after === undefined ? firstPageBytes.get(limit)! : afterPageBytes.get(after, limit)!;
-        if (pageBytes <= maxBytes) {
-          const rows = after === undefined ? selectFirstRaw.all(limit + 1) : selectAfterRaw.all(after, limit + 1);
+        const text =
+          after === undefined ? firstPageBytes.get({ limit })! : afterPageBytes.get({ after, limit })!;
+        if (text <= maxBytes) {
+          const rows =
+            after === undefined ? selectFirstRaw.all(limit + 1) : selectAfterRaw.all(after, limit + 1);
           const plants: StoredPlant[] = [];
           for (let i = 0; i < rows.length && i < limit; i++) {
             const [id, name, tag] = rows[i]!;
