@@ -101,4 +101,28 @@ describe('the fast paths agree with lossless-json', () => {
       { numRuns: 2000 },
     );
   });
+
+  it('writes plants, and objects that resemble them, exactly as lossless-json writes them', () => {
+    // Keys of the plant shape (and near misses) in any order, with values of the right type or not.
+    const key = fc.constantFrom('id', 'name', 'tag', 'ID', 'other');
+    const member = fc.oneof(
+      text,
+      fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }),
+      fc.constant(undefined),
+      fc.integer(),
+    );
+    const plantLike = fc.oneof(
+      fc.record(
+        { id: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), name: text, tag: text },
+        { requiredKeys: ['id', 'name'] },
+      ),
+      fc.array(fc.tuple(key, member), { maxLength: 4 }).map((entries) => Object.fromEntries(entries)),
+    );
+    fc.assert(
+      fc.property(fc.array(plantLike, { maxLength: 3 }), (plants) => {
+        expect(stringifyJson(plants)).toBe(stringify(plants));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });

@@ -74,6 +74,8 @@ function writeKnown(value: unknown): string | undefined {
       }
       const prototype = Object.getPrototypeOf(value);
       if (prototype !== Object.prototype && prototype !== null) return undefined;
+      const plant = writePlant(value);
+      if (plant !== undefined) return plant;
       let text = '{';
       // for…in over a plain object: its own enumerable keys in Object.keys order, without the array.
       for (const key in value) {
@@ -89,4 +91,22 @@ function writeKnown(value: unknown): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** The keys of a plant with its id, in the order the stores build it. */
+const PLANT_KEYS = ['id', 'name', 'tag'];
+
+/**
+ * The one shape reads answer most (`PlantWithId`: a bigint `id`, a string `name`, an optional string
+ * `tag`, in that order), written without the general loop; `undefined` for any other object,
+ * which that loop then writes (the same text for this shape).
+ */
+function writePlant(value: object): string | undefined {
+  const { id, name, tag } = value as { id?: unknown; name?: unknown; tag?: unknown };
+  if (typeof id !== 'bigint' || typeof name !== 'string') return undefined;
+  if (tag !== undefined && typeof tag !== 'string') return undefined;
+  let keys = 0;
+  for (const key in value) if (key !== PLANT_KEYS[keys++]) return undefined;
+  const text = `{"id":${id},"name":${writeString(name)}`;
+  return tag === undefined ? `${text}}` : `${text},"tag":${writeString(tag)}}`;
 }

@@ -69,6 +69,8 @@ type Write =
   | { addToken: StoredToken }
   | { revokeToken: string };
 type PendingWrite = { write: Write; resolve: (result: unknown) => void; reject: (err: Error) => void };
+/** A `plants` row read with `.raw()`: id, name, tag. */
+type PlantTuple = [bigint, string, string | null];
 type KeyRow = { fingerprint: string; status: bigint | null; body: string | null };
 /** What a keyed create or delete answers when its request no longer holds the key. */
 const CLAIM_LOST = Symbol('claim lost');
@@ -111,6 +113,25 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   const selectAfter = db.prepare<[bigint, number], PlantRow>(
     'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?',
   );
+  // The same pages as rows of [id, name, tag]: one call reads them all (see `list`).
+  const selectFirstRaw = db.prepare<[number], PlantTuple>(selectFirst.source).raw(true);
+  const selectAfterRaw = db.prepare<[bigint, number], PlantTuple>(selectAfter.source).raw(true);
+  // What a page's name and tag text costs the budget (`textBytes`), summed by SQLite over the
+  // page's id range: octet_length (the UTF-8 bytes, as Buffer.byteLength counts) of a column is read
+  // from its row's header, so even a page of megabyte rows costs this no text reading.
+  const PAGE_BYTES = 'coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0)';
+  const firstPageBytes = db
+    .prepare<{ limit: number }, bigint>(
+      `SELECT ${PAGE_BYTES} FROM plants WHERE id <= coalesce(
+         (SELECT id FROM plants ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`,
+    )
+    .pluck(true);
+  const afterPageBytes = db
+    .prepare<{ after: bigint; limit: number }, bigint>(
+      `SELECT ${PAGE_BYTES} FROM plants WHERE id > @after AND id <= coalesce(
+         (SELECT id FROM plants WHERE id > @after ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`,
+    )
+    .pluck(true);
   const selectFailed = db.prepare<[number], FailedRow>(
     `SELECT id, url, payload, attempts, created_at, last_error, updated_at FROM webhook_deliveries
      WHERE status = 'failed' ORDER BY created_at, id LIMIT ?`,
@@ -398,6 +419,20 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
       }),
     list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
       read(() => {
+        // The usual page fits its budget: SQLite says so first (without reading the text out), then
+        // one all() reads it, cheaper than stepping row by row.
+        const text =
+          after === undefined ? firstPageBytes.get({ limit })! : afterPageBytes.get({ after, limit })!;
+        if (text <= maxBytes) {
+          const rows =
+            after === undefined ? selectFirstRaw.all(limit + 1) : selectAfterRaw.all(after, limit + 1);
+          const plants: StoredPlant[] = [];
+          for (let i = 0; i < rows.length && i < limit; i++) {
+            const [id, name, tag] = rows[i]!;
+            plants.push(tag === null ? { id, name } : { id, name, tag });
+          }
+          return { plants, more: rows.length > limit };
+        }
         // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
         const rows =
           after === undefined ? selectFirst.iterate(limit + 1) : selectAfter.iterate(after, limit + 1);
