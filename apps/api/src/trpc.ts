@@ -133,71 +133,22 @@ function withOperation<I extends z.ZodType, O, P extends z.ZodType = I>(
  * resolves to the stored answer's body.
  */
 function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return withOperation(operation).mutation(({ ctx, input }) => mutate(operation, ctx, input as z.output<I>));
-}
-
-/** What a mutation does once its caller is authorized and its input parsed. */
-async function mutate<I extends z.ZodType, O>(
-  operation: Operation<I, O>,
-  ctx: Context & { principal: Principal },
-  input: z.output<I>,
-): Promise<O> {
-  const header = ctx.request.idempotencyKey;
-  if (!operation.idempotencyKey || header === undefined) return operation.run(ctx, input);
-  if (ctx.request.calls !== 1) {
-    throw new ApiError(
-      'bad_request',
-      'An Idempotency-Key names one call: send a keyed call in a request of its own.',
-    );
-  }
-  const key = parseIdempotencyKey(header);
-  const policy = ctx.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
-  const result = await runWithKey(operation as AnyOperation, ctx, input, key, policy);
-  if (!('replay' in result)) return result.output as O;
-  ctx.request.markReplayed?.();
-  return replayedOutput(result.replay) as O;
-}
-
-/**
- * Calls a mutation as its procedure does, with the same result and the same errors, without tRPC's
- * middleware chain, which copies the call's options and context at each of its three levels
- * (a tenth of the server's time on one-call /trpc requests): authorize (an `ApiError` becomes its
- * TRPCError), parse the input with the operation's schema (a failure is BAD_REQUEST caused by it, as
- * tRPC's input parser throws), run (an `ApiError` becomes its TRPCError; anything else is thrown as
- * is, for the caller's getTRPCErrorFromUnknown). http/trpc.ts's direct path.
- */
-export async function callMutation(
-  operation: AnyOperation,
-  ctx: Context,
-  rawInput: unknown,
-): Promise<unknown> {
-  let principal: Principal;
-  try {
-    principal = authorize(ctx.auth, operation.scope);
-  } catch (error) {
-    throw error instanceof ApiError ? toTrpcError(error) : error;
-  }
-  let input: unknown;
-  try {
-    input = await parseInput(operation.input, rawInput);
-  } catch (cause) {
-    throw new TRPCError({ code: 'BAD_REQUEST', cause });
-  }
-  try {
-    return await mutate(operation, { ...ctx, principal }, input);
-  } catch (error) {
-    throw error instanceof ApiError ? toTrpcError(error) : error;
-  }
-}
-
-/** As tRPC parses with a zod schema: synchronously, unless the schema needs its async path. */
-function parseInput(schema: z.ZodType, raw: unknown): unknown {
-  try {
-    return schema.parse(raw);
-  } catch (cause) {
-    if (Array.isArray((cause as { issues?: unknown } | null)?.issues)) throw cause;
-    return schema.parseAsync(raw);
-  }
+  return withOperation(operation).mutation(async ({ ctx, input }) => {
+    const header = ctx.request.idempotencyKey;
+    if (!operation.idempotencyKey || header === undefined) return operation.run(ctx, input as z.output<I>);
+    if (ctx.request.calls !== 1) {
+      throw new ApiError(
+        'bad_request',
+        'An Idempotency-Key names one call: send a keyed call in a request of its own.',
+      );
+    }
+    const key = parseIdempotencyKey(header);
+    const policy = ctx.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
+    const result = await runWithKey(operation as AnyOperation, ctx, input, key, policy);
+    if (!('replay' in result)) return result.output as O;
+    ctx.request.markReplayed?.();
+    return replayedOutput(result.replay) as O;
+  });
 }
 
 function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {

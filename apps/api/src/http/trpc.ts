@@ -1,4 +1,10 @@
-import { getTRPCErrorFromUnknown, getTRPCErrorShape, TRPCError, transformTRPCResponse } from '@trpc/server';
+import {
+  callTRPCProcedure,
+  getTRPCErrorFromUnknown,
+  getTRPCErrorShape,
+  TRPCError,
+  transformTRPCResponse,
+} from '@trpc/server';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import { getHTTPStatusCode } from '@trpc/server/http';
 import type { Context as KoaContext, Middleware } from 'koa';
@@ -9,7 +15,7 @@ import { ApiError } from '../errors.ts';
 import type { RequestScope } from '../heavy-reads.ts';
 import { listOperations } from '../operations/index.ts';
 import type { AppRouter } from '../router.ts';
-import { type Context, callMutation, describeTrpcError, toTrpcError } from '../trpc.ts';
+import { type Context, describeTrpcError, toTrpcError } from '../trpc.ts';
 import { BODY_LIMIT_BYTES } from './body.ts';
 import { logFailure } from './errors.ts';
 import { requestScope } from './request-scope.ts';
@@ -23,8 +29,8 @@ type CreateContext = (auth: AuthResult, request: RequestScope) => Context;
 
 /**
  * Serves the tRPC wire protocol under /trpc. Plain JSON mutations — what `httpLink` and
- * `httpBatchLink` send — take a direct path: read the body, call each mutation as its procedure
- * would (`callMutation`), write the answer. tRPC's own node-http handler builds a Fetch Request and Response per call, which
+ * `httpBatchLink` send — take a direct path: read the body, call each procedure, write the
+ * answer. tRPC's own node-http handler builds a Fetch Request and Response per call, which
  * measured 4x slower; it still serves everything else (queries, streaming, subscriptions,
  * unknown procedures), so the protocol stays tRPC's.
  */
@@ -34,7 +40,6 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
   const mutation = new Map(
     listOperations().map(({ path, operation }) => [path, operation.openapi.method !== 'GET']),
   );
-  const operations = new Map(listOperations().map(({ path, operation }) => [path, operation]));
 
   return async (ctx, next) => {
     if (!ctx.path.startsWith(PREFIX)) return next();
@@ -103,7 +108,15 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
         let input: unknown;
         try {
           input = inputs[i] === undefined ? undefined : config.transformer.input.deserialize(inputs[i]);
-          const data = await callMutation(operations.get(path)!, context, input);
+          const data = await callTRPCProcedure({
+            router,
+            ctx: context,
+            getRawInput: async () => input,
+            path,
+            type: 'mutation',
+            signal: undefined,
+            batchIndex: i,
+          });
           errors[i] = null;
           return { result: { data } };
         } catch (cause) {
