@@ -292,6 +292,9 @@ export function renderMarkdown(report) {
   return out.join('\n');
 }
 
+/** ` (mean of a and b creates/s)` for a figure that is the mean of runs. */
+const runsOf = (t) => (t.runs ? ` (mean of ${t.runs.map(int).join(' and ')})` : '');
+
 function renderEvents(e) {
   const out = [];
   const n = e.streams.toLocaleString('en-US');
@@ -361,14 +364,23 @@ function renderEvents(e) {
   const sq = e.sqlite;
   if (sq && !sq.error) {
     out.push(
-      `Create throughput (SQLite, autocannon as in the side-by-side runs), with no stream open and then with the ${n} streams open, each receiving every create's event:`,
+      `Create throughput (SQLite, autocannon as in the side-by-side runs): with no stream open; with the ${n} streams open asking for plant.deleted only, so receiving no event (issue 14's "open streams and no events", the row judged; run in the order none, filtered, filtered, none); and with the ${n} streams open, each receiving every create's event (the stricter case, not judged):`,
       '',
       table(
-        ['streams open', 'creates/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'load CPU'],
+        ['streams open', 'creates/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'load CPU', '÷ none'],
         [
-          ['none', sq.without],
-          [`${n}`, sq.withStreams],
-        ].map(([label, t]) => [
+          [`none${runsOf(sq.without)}`, sq.without, null],
+          ...(sq.filtered
+            ? [
+                [
+                  `${n}, ${sq.filtered.types} only${runsOf(sq.filtered)}; ${num(sq.filtered.eventsReceived)} events received, ${num(sq.filtered.streamsCut)} cut`,
+                  sq.filtered,
+                  sq.filtered.filteredVsWithout,
+                ],
+              ]
+            : []),
+          [`${n}, every event`, sq.withStreams, sq.withVsWithout],
+        ].map(([label, t, r]) => [
           label,
           int(t.createsPerSec),
           ms(t.p50),
@@ -376,10 +388,9 @@ function renderEvents(e) {
           num(t.non2xx),
           num(t.errors),
           pct(t.loadCpu),
+          r === null ? '' : x(r),
         ]),
       ),
-      '',
-      `With ÷ without: ${x(sq.withVsWithout)}.`,
       '',
     );
   }
