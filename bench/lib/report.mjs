@@ -367,7 +367,17 @@ function renderEvents(e) {
       `Create throughput (SQLite, autocannon as in the side-by-side runs): with no stream open; with the ${n} streams open asking for plant.deleted only, so receiving no event (issue 14's "open streams and no events", the row judged; run in the order none, filtered, filtered, none); and with the ${n} streams open, each receiving every create's event (the stricter case, not judged):`,
       '',
       table(
-        ['streams open', 'creates/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'load CPU', '÷ none'],
+        [
+          'streams open',
+          'creates/s',
+          'p50 ms',
+          'p99 ms',
+          'non-2xx',
+          'errors',
+          'load CPU',
+          'server CPU µs per create',
+          '÷ none',
+        ],
         [
           [`none${runsOf(sq.without)}`, sq.without, null],
           ...(sq.filtered
@@ -388,6 +398,7 @@ function renderEvents(e) {
           num(t.non2xx),
           num(t.errors),
           pct(t.loadCpu),
+          num(t.cpuUsPerCreate),
           r === null ? '' : x(r),
         ]),
       ),

@@ -163,7 +163,8 @@ function eventTargets(e, add) {
     if (f) {
       const fr = f.filteredVsWithout;
       const clean = f.streamsOpen === e.streams && f.eventsReceived === 0 && f.streamsCut === 0;
-      const fFigures = `(${Math.round(f.createsPerSec)} vs ${Math.round(sq.without.createsPerSec)} creates/s)`;
+      const cpu = (t) => (typeof t.cpuUsPerCreate === 'number' ? `${t.cpuUsPerCreate}` : 'n/a');
+      const fFigures = `(${Math.round(f.createsPerSec)} vs ${Math.round(sq.without.createsPerSec)} creates/s; server CPU ${cpu(f)} vs ${cpu(sq.without)} µs per create)`;
       add(
         `Create throughput with ${n} open streams and no events (each asks for ${f.types} only) ≥ ${EVENT_TARGETS.throughputRatio}× without`,
         fr === null

@@ -68,18 +68,36 @@ async function checkCreate(server, id) {
     throw new Error(`check create: HTTP ${answer.status}: ${answer.text.slice(0, 200)}`);
 }
 
-function throughput(settings, server, idStart) {
-  return runLoad({
-    url: server.url,
-    token: TOKEN,
-    scenario: 'rest',
-    connections: settings.connections,
-    duration: settings.duration,
-    warmup: settings.warmup,
-    idMode: 'seq',
-    idStart,
-    batch: settings.batch,
-  });
+/**
+ * Create throughput (autocannon), with the server's CPU time per create over the measured phase:
+ * what the server itself spends, which a busy machine (a preempted server, a slow fdatasync) does
+ * not change the way it changes creates/s.
+ */
+async function throughput(settings, server, idStart) {
+  let cpuStart;
+  const result = await runLoad(
+    {
+      url: server.url,
+      token: TOKEN,
+      scenario: 'rest',
+      connections: settings.connections,
+      duration: settings.duration,
+      warmup: settings.warmup,
+      idMode: 'seq',
+      idStart,
+      batch: settings.batch,
+    },
+    {
+      onMeasuring() {
+        cpuStart = processStats(server.pid)?.cpuSeconds;
+      },
+    },
+  );
+  const cpu = processStats(server.pid)?.cpuSeconds - cpuStart;
+  return {
+    ...result,
+    cpuUsPerCreate: Number.isFinite(cpu) && result.creates > 0 ? (cpu * 1e6) / result.creates : null,
+  };
 }
 
 /** The mean of two runs' figures (`runs`: each one's creates/s). */
@@ -92,6 +110,8 @@ function meanFigures(a, b) {
     non2xx: a.non2xx + b.non2xx,
     errors: a.errors + b.errors,
     loadCpu: round2(mean('loadCpu')),
+    cpuUsPerCreate:
+      a.cpuUsPerCreate === null || b.cpuUsPerCreate === null ? null : round1(mean('cpuUsPerCreate')),
     runs: [round1(a.createsPerSec), round1(b.createsPerSec)],
   };
 }
@@ -103,6 +123,7 @@ const throughputFigures = (run) => ({
   non2xx: run.non2xx,
   errors: run.errors + run.timeouts,
   loadCpu: run.loadCpu,
+  cpuUsPerCreate: run.cpuUsPerCreate === null ? null : round1(run.cpuUsPerCreate),
 });
 
 const rssMb = (pid) => round1((processStats(pid)?.rssKb ?? Number.NaN) / 1024);
