@@ -4,9 +4,12 @@
 // costs the harness nothing. Commands arrive as JSON lines on stdin, answers leave as JSON lines on
 // stdout:
 //
-//   {"cmd":"open","url","token","streams","sampleEvery"}  → {"event":"open","streams","ms"}
+//   {"cmd":"open","url","token","streams","sampleEvery","types"?} → {"event":"open","streams","ms"}
+//     (`types`: `GET /plants/events?types=…`, only those types of event)
 //   {"cmd":"pace","url","token","rate","seconds","idStart"} → {"event":"paced",…figures}
 //   {"cmd":"counts"}                                      → {"event":"counts","events","cut"}
+//   {"cmd":"drop"}                                        → {"event":"dropped"}: every stream closed
+//     by the worker (not counted as cut), the counters back to 0
 //   {"cmd":"close"}                                       → {"event":"closed"}, then exit
 //
 // Latency: every create's send time is kept by its plant id (the ids are ours, one counter); a
@@ -46,7 +49,7 @@ const wallNow = () => performance.timeOrigin + performance.now();
  * The server writes whole frames per HTTP chunk, so counting `\nid: ` in the raw bytes counts the
  * events exactly (the chunk-size line before the first frame of a chunk ends in `\r\n` too).
  */
-function openStream(url, token, sampled) {
+function openStream(url, token, sampled, types) {
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(url);
     const socket = connect({ host: hostname, port: Number(port) });
@@ -55,7 +58,7 @@ function openStream(url, token, sampled) {
     let head = EMPTY;
     socket.on('connect', () =>
       socket.write(
-        `GET /plants/events HTTP/1.1\r\nHost: ${hostname}:${port}\r\n` +
+        `GET /plants/events${types ? `?types=${types}` : ''} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n` +
           `Authorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`,
       ),
     );
@@ -301,7 +304,7 @@ async function handle(message) {
     const started = performance.now();
     const opening = [];
     for (let i = 0; i < message.streams; i++) {
-      opening.push(openStream(message.url, message.token, i % message.sampleEvery === 0));
+      opening.push(openStream(message.url, message.token, i % message.sampleEvery === 0, message.types));
       // A few at a time, as clients would connect, and so the accept queue never overflows.
       if (opening.length % 50 === 0) await Promise.all(opening.slice(-50));
     }
@@ -311,6 +314,15 @@ async function handle(message) {
     emit(await pace(message));
   } else if (message.cmd === 'counts') {
     emit({ event: 'counts', events: totalEvents, cut, open: streams.filter((s) => s.open).length });
+  } else if (message.cmd === 'drop') {
+    for (const stream of streams.splice(0)) {
+      stream.open = false;
+      stream.socket.destroy();
+    }
+    totalEvents = 0;
+    totalChunks = 0;
+    cut = 0;
+    emit({ event: 'dropped' });
   } else if (message.cmd === 'close') {
     for (const stream of streams) {
       stream.open = false;

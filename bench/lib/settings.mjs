@@ -17,7 +17,8 @@ const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|growth|so
   backlog  BENCH_BACKLOG_SECONDS of REST creates with one webhook subscriber: the outbox backlog
   events   the live event streams (GET /plants/events): added RSS with BENCH_EVENT_STREAMS open,
            commit-to-delivery latency at BENCH_EVENT_RATE creates/s (SQLite; PostgreSQL across two
-           instances), create throughput with the streams open vs none
+           instances), create throughput with the streams open and receiving no event
+           (plant.deleted-only streams, judged) and receiving every event (reported) vs none
   growth   REST create throughput/latency with BENCH_GROWTH_SIZES plants already stored
   soak     BENCH_SOAK_SECONDS of REST creates, server RSS every second, the plateau rule
   cold     spawn to first 200 on POST /plants, median of BENCH_COLD_RUNS

@@ -145,6 +145,65 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     second.close();
   });
 
+  it('hands streams of one filter the same filtered page, and a page with none of their types not at all', async () => {
+    const deletes = [
+      await hub.open({ tokenName: 'tester', types: ['plant.deleted'] }),
+      await hub.open({ tokenName: 'tester', types: ['plant.deleted'] }),
+    ];
+    const creates = await hub.open({ tokenName: 'tester', types: ['plant.created'] });
+    const every = await hub.open({ tokenName: 'tester', types: ['plant.deleted', 'plant.created'] });
+    // Opened without a resume id: no backlog, live once the (empty) backlog is read.
+    for (const stream of [...deletes, creates, every])
+      for await (const page of stream.backlog()) throw new Error(`a backlog of ${page.length} events`);
+    let deleteCalls = 0;
+    deletes[0]!.onLive(() => deleteCalls++);
+    const everySeen: StoredEvent[] = [];
+    const everyHas = async (count: number) =>
+      vi.waitFor(() => {
+        everySeen.push(...every.drain());
+        expect(everySeen).toHaveLength(count);
+      });
+    // Creates only: the deleted-only streams are not even woken.
+    await Promise.all([1n, 2n, 3n].map((id) => store.create({ id, name: 'Fern' })));
+    await everyHas(3);
+    expect(deleteCalls).toBe(0);
+    expect(deletes[0]!.drain()).toStrictEqual([]);
+    // Each group gets its part, in order, as the log has it.
+    await store.delete(1n);
+    await store.create({ id: 4n, name: 'Fern' });
+    await everyHas(5);
+    await vi.waitFor(() => expect(deleteCalls).toBe(1));
+    const deleted = deletes[0]!.drain();
+    expect(deleted).toStrictEqual([everySeen[3]]);
+    // The same array for every stream of a group: a writer frames it once for all of them.
+    expect(deletes[1]!.drain()).toBe(deleted);
+    const created: StoredEvent[] = [];
+    await vi.waitFor(() => {
+      created.push(...creates.drain());
+      expect(created).toHaveLength(4);
+    });
+    expect(created).toStrictEqual(everySeen.filter((event) => event.type === 'plant.created'));
+    // Both types asked for is no filter: every event, ids as in the log.
+    expect(everySeen.map((event) => event.id)).toStrictEqual(
+      (await store.events.after(everySeen[0]!.id - 1n, 10)).map((event) => event.id),
+    );
+    for (const stream of [...deletes, creates, every]) stream.close();
+  });
+
+  it('reads a filtered backlog past pages without its types, then joins the live ones', async () => {
+    for (let id = 1n; id <= 1_200n; id++) await store.create({ id, name: 'Fern' });
+    await store.delete(600n);
+    const stream = await hub.open({ tokenName: 'tester', after: 0n, types: ['plant.deleted'] });
+    const iterator = stream[Symbol.asyncIterator]();
+    const [first] = await take(iterator, 1);
+    expect(first).toMatchObject({ type: 'plant.deleted', plant: { id: 600n } });
+    const next = take(iterator, 1);
+    await store.create({ id: 1_201n, name: 'Fern' });
+    await store.delete(7n);
+    expect((await next)[0]).toMatchObject({ type: 'plant.deleted', plant: { id: 7n } });
+    await iterator.return?.(undefined);
+  });
+
   it('gives a writer without the iterator the backlog page by page, then live events by drain', async () => {
     for (const id of [1n, 2n]) await store.create({ id, name: 'Fern' });
     const stream = await hub.open({ tokenName: 'tester', after: 0n });

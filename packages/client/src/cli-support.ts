@@ -29,6 +29,7 @@ const OPTIONS = {
   all: { type: 'boolean' },
   format: { type: 'string' },
   description: { type: 'string' },
+  type: { type: 'string', multiple: true },
 } as const;
 
 export const parse = (args: string[]) =>

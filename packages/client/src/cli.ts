@@ -7,7 +7,9 @@ import {
   INTEGER_LITERAL,
   ListPlantsQuerySchema,
   MAX_LIST_LIMIT,
+  PLANT_EVENT_TYPES,
   type PlantEvent,
+  type PlantEventType,
   type PlantId,
   PlantIdSchema,
   type PlantWithId,
@@ -53,10 +55,12 @@ Commands:
   delete <id>                                    delete one plant
   import <file> [--format ndjson|csv]            create the plants of a file (- reads stdin)
   export [--format ndjson|csv]                   write every plant to stdout (default ndjson)
-  watch [--after <event id>]                     print creates and deletes live until Ctrl-C
+  watch [--after <event id>] [--type <type>]     print creates and deletes live until Ctrl-C
                                                  (exit 0); reconnects by itself and resumes
                                                  where it left off. --after: start after that
-                                                 event id (0: every event the server keeps)
+                                                 event id (0: every event the server keeps);
+                                                 --type: only plant.created or plant.deleted
+                                                 (repeat it, or list them with commas)
 
 Webhook endpoints (the token's own; it needs the webhooks scope):
   endpoints add <url> [--description <text>]     register an endpoint; prints its id and its
@@ -298,6 +302,7 @@ function parseFormat(text: string): Format {
 async function watch(connection: Connection, values: Values, _operands: string[], out: Output) {
   const client = createRestClient(connection);
   const after = values.after === undefined ? undefined : parseEventId(values.after);
+  const types = values.type === undefined ? undefined : parseEventTypes(values.type);
   const stop = new AbortController();
   const end = () => stop.abort();
   process.once('SIGINT', end);
@@ -306,6 +311,7 @@ async function watch(connection: Connection, values: Values, _operands: string[]
   try {
     const events = client.events({
       after,
+      types,
       signal: stop.signal,
       onReconnect: ({ error, delayMs }) =>
         process.stderr.write(
@@ -343,7 +349,7 @@ const COMMANDS = new Map<string, Command>([
   ['delete', { options: [], operands: 1, run: remove }],
   ['import', { options: ['format'], operands: 1, needs: 'one file', run: importFile }],
   ['export', { options: ['format'], operands: 0, run: exportAll }],
-  ['watch', { options: ['after'], operands: 0, run: watch }],
+  ['watch', { options: ['after', 'type'], operands: 0, run: watch }],
 ]);
 
 /** Commands with subcommands: `plants endpoints add …`. */
@@ -401,6 +407,16 @@ function parseEventId(text: string): bigint {
   const parsed = INTEGER_LITERAL.test(text) ? EventIdSchema.safeParse(BigInt(text)) : undefined;
   if (parsed?.success) return parsed.data;
   throw new UsageError(`--after must be an event id, an integer from 0 to 9223372036854775807 ("${text}").`);
+}
+
+/** `--type` values, each one type or a comma-separated list of them. */
+function parseEventTypes(given: string[]): PlantEventType[] {
+  const types = given.flatMap((text) => text.split(','));
+  const unknown = types.find((type) => !(PLANT_EVENT_TYPES as readonly string[]).includes(type));
+  if (unknown !== undefined) {
+    throw new UsageError(`--type must be ${PLANT_EVENT_TYPES.join(' or ')} ("${unknown}").`);
+  }
+  return [...new Set(types as PlantEventType[])];
 }
 
 function parseLimit(text: string): number {

@@ -13,6 +13,7 @@ export type {
   NewWebhookEndpoint,
   Plant,
   PlantEvent,
+  PlantEventType,
   PlantId,
   PlantWithId,
   RotatedWebhookSecret,

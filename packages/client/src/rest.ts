@@ -6,6 +6,7 @@ import {
   type Plant,
   type PlantEvent,
   PlantEventSchema,
+  type PlantEventType,
   type PlantId,
   PlantSchema,
   type PlantWithId,
@@ -75,7 +76,8 @@ export type RestClient = {
   deletePlant(id: PlantId, options?: CallOptions): Promise<void>;
   /**
    * `GET /plants/events`: every create and delete committed from now on (or after the event id
-   * `after`; `0n` for every event the server still keeps), in order, as they commit. It reconnects
+   * `after`; `0n` for every event the server still keeps), in order, as they commit; only those of
+   * `types` when given (event ids then have gaps: they are the log's). It reconnects
    * by itself after a network error, a dropped connection or a 429/503, resuming after the last
    * event it delivered (no gap, no repeat), and throws a {@link PlantStoreError} only on an answer
    * that retrying cannot fix (400, 401, 403, 410: the events after `after` are no longer kept…).
@@ -94,6 +96,8 @@ export type RestClient = {
 export type EventsOptions = {
   /** Start after this event id (the last one seen); without it, only events from now on. */
   after?: bigint;
+  /** Only these types of event (`['plant.deleted']`); every type by default. */
+  types?: readonly PlantEventType[];
   /** Ends the iteration (without an error) and closes the connection. */
   signal?: AbortSignal;
   /** Called before each reconnection with why, and how long it waits first. */
@@ -166,9 +170,10 @@ const RETRIED = new Set([408, 429, 500, 502, 503, 504]);
 
 async function* streamEvents(
   { baseUrl, token, fetch = globalThis.fetch }: RestClientOptions,
-  { after, signal, onReconnect }: EventsOptions = {},
+  { after, types, signal, onReconnect }: EventsOptions = {},
 ): AsyncGenerator<PlantEvent, void, undefined> {
-  const url = `${String(baseUrl).replace(/\/+$/, '')}/plants/events`;
+  const filter = types === undefined ? '' : `?types=${types.join(',')}`;
+  const url = `${String(baseUrl).replace(/\/+$/, '')}/plants/events${filter}`;
   const fail = (init: { status: number; body?: ApiError; reason?: string; cause?: unknown }) =>
     new PlantStoreError({ method: 'GET', url, ...init });
   let last = after;

@@ -214,7 +214,7 @@ describe('plants usage and failures', () => {
       'list [--limit',
       'get <id>',
       'delete <id>',
-      'watch [--after <event id>]',
+      'watch [--after <event id>] [--type <type>]',
       'import <file> [--format ndjson|csv]',
       'export [--format ndjson|csv]',
       '--json',

@@ -1,6 +1,12 @@
 import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRestClient, createTrpcClient, type PlantEvent, PlantStoreError } from '../src/index.ts';
+import {
+  createRestClient,
+  createTrpcClient,
+  type PlantEvent,
+  type PlantEventType,
+  PlantStoreError,
+} from '../src/index.ts';
 import { failureOf } from './support/clients.ts';
 import { collect, portOf, shape } from './support/events.ts';
 
@@ -133,6 +139,55 @@ describe('REST client: events', () => {
     await waiting.stop();
   });
 
+  it('delivers only the types asked for, and resumes them after a restart without a gap or a repeat', async () => {
+    let api = await start();
+    const { dataDir, url } = api;
+    const rest = createRestClient({ baseUrl: url, token: TOKEN });
+    const stop = new AbortController();
+    const reconnects: number[] = [];
+    const deletes = collect(
+      rest.events({
+        after: 0n,
+        types: ['plant.deleted'],
+        signal: stop.signal,
+        onReconnect: ({ error }) => reconnects.push(error.status),
+      }),
+      () => stop.abort(),
+    );
+    const every = new AbortController();
+    const all = collect(rest.events({ after: 0n, signal: every.signal }), () => every.abort());
+    for (const id of [1n, 2n, 3n]) await rest.createPlant({ id, name: 'Fern' });
+    await rest.deletePlant(1n);
+    await deletes.until(1);
+    await rest.deletePlant(2n);
+    await api.kill();
+    api = await start({ dataDir, env: { PORT: portOf(url) } });
+    await rest.createPlant({ id: 4n, name: 'After the restart' });
+    await rest.deletePlant(3n);
+    const got = await deletes.until(3);
+    expect(got.map(shape)).toStrictEqual([deleted(1n), deleted(2n), deleted(3n)]);
+    expect(reconnects.length).toBeGreaterThan(0);
+    // The log's own ids: those the unfiltered stream got for the same events.
+    const log = await all.until(7);
+    expect(got).toStrictEqual(log.filter((event) => event.type === 'plant.deleted'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(deletes.items).toHaveLength(3);
+    await deletes.stop();
+    await all.stop();
+  });
+
+  it('fails with the server message (400) on a type the server does not know, without retrying', async () => {
+    const api = await start();
+    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
+    const types = ['plant.updated'] as unknown as ['plant.created'];
+    expect(await failureOf(rest.events({ types })[Symbol.asyncIterator]().next())).toMatchObject({
+      status: 400,
+      url: `${api.url}/plants/events?types=plant.updated`,
+      serverMessage:
+        'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+    });
+  });
+
   it('ends cleanly when the consumer breaks out, and closes its stream', async () => {
     const api = await start();
     const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
@@ -171,7 +226,10 @@ describe('REST client: events', () => {
 
 describe('tRPC client: plants.events', () => {
   /** Subscribes with callbacks; `stop()` unsubscribes. */
-  function subscribe(client: ReturnType<typeof createTrpcClient>, input: { after?: bigint }) {
+  function subscribe(
+    client: ReturnType<typeof createTrpcClient>,
+    input: { after?: bigint; types?: PlantEventType[] },
+  ) {
     const items: PlantEvent[] = [];
     const errors: unknown[] = [];
     const subscription = client.plants.events.subscribe(input, {
@@ -196,6 +254,26 @@ describe('tRPC client: plants.events', () => {
     expect(typeof got[0]!.id).toBe('bigint');
     expect(got[1]!.id).toBeGreaterThan(got[0]!.id);
     events.stop();
+  });
+
+  it('delivers only the types asked for (input types), and reports an unknown one as a 400', async () => {
+    const api = await start();
+    const client = createTrpcClient({ baseUrl: api.url, token: TOKEN });
+    const creates = subscribe(client, { after: 0n, types: ['plant.created'] });
+    await client.plants.create.mutate({ id: 1n, name: 'Fern' });
+    await client.plants.delete.mutate({ id: 1n });
+    await client.plants.create.mutate({ id: 2n, name: 'Moss' });
+    expect((await creates.until(2)).map(shape)).toStrictEqual([created(1n, 'Fern'), created(2n, 'Moss')]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(creates.items).toHaveLength(2);
+    creates.stop();
+    const wrong = subscribe(client, { types: ['plant.updated'] as unknown as ['plant.created'] });
+    expect(await wrong.failed()).toMatchObject({
+      status: 400,
+      serverMessage:
+        'Invalid request body: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+    });
+    wrong.stop();
   });
 
   it('resumes with lastEventId after the connection is cut: no gap, no repeat', async () => {

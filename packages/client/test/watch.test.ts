@@ -110,6 +110,43 @@ describe('plants watch', () => {
     expect(await watcher.interrupt()).toBe(0);
   });
 
+  it('prints only the types given with --type (repeated or a comma list)', async () => {
+    const api = await start();
+    const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
+    const deletes = watch(api.url, ['--json', '--after', '0', '--type', 'plant.deleted']);
+    const both = watch(api.url, ['--json', '--after=0', '--type', 'plant.deleted', '--type=plant.created']);
+    const listed = watch(api.url, ['--json', '--after', '0', '--type', 'plant.created,plant.deleted']);
+    await rest.createPlant({ id: 1n, name: 'Fern' });
+    await rest.deletePlant(1n);
+    await rest.createPlant({ id: 2n, name: 'Moss' });
+    await rest.deletePlant(2n);
+    const lines = await deletes.lines(2);
+    expect(lines.map((line) => parseJson(line))).toMatchObject([
+      { id: 2n, type: 'plant.deleted', plant: { id: 1n } },
+      { id: 4n, type: 'plant.deleted', plant: { id: 2n } },
+    ]);
+    expect(await both.lines(4)).toStrictEqual(await listed.lines(4));
+    expect((await listed.lines(4)).map((line) => (parseJson(line) as { id: bigint }).id)).toStrictEqual([
+      1n,
+      2n,
+      3n,
+      4n,
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(deletes.stdout).toHaveLength(2);
+    for (const watcher of [deletes, both, listed]) expect(await watcher.interrupt()).toBe(0);
+  });
+
+  it('exits 2 on a --type that is no event type, sending nothing', async () => {
+    const api = await start();
+    const watcher = watch(api.url, ['--type', 'plant.deleted,plant.updated']);
+    expect(await watcher.exited).toBe(2);
+    expect(api.logs.filter((line) => line.includes('"msg":"request"'))).toStrictEqual([]);
+    expect(watcher.stderr).toBe(
+      'plants: --type must be plant.created or plant.deleted ("plant.updated").\nRun "plants --help" for usage.\n',
+    );
+  });
+
   it('exits 1 with the server message when the events are no longer kept (410)', async () => {
     const api = await start({ env: { EVENTS_RETENTION_MS: '1000' } });
     const rest = createRestClient({ baseUrl: api.url, token: TOKEN });

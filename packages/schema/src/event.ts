@@ -33,11 +33,34 @@ export const PlantEventSchema = z
 
 export type PlantEvent = z.infer<typeof PlantEventSchema>;
 
-/** Query of `GET /plants/events`: resume after this event id (the `Last-Event-ID` header wins). */
+/** The kinds of event, as the streams name them (`event:` in Server-Sent Events, `type` in the data). */
+export const PLANT_EVENT_TYPES = ['plant.created', 'plant.deleted'] as const;
+
+export const PlantEventTypeSchema = z.enum(PLANT_EVENT_TYPES, {
+  error: (issue) =>
+    `must be one of the event types ${PLANT_EVENT_TYPES.join(', ')} (not ${JSON.stringify(issue.input)})`,
+});
+
+export type PlantEventType = z.infer<typeof PlantEventTypeSchema>;
+
+/**
+ * Query of `GET /plants/events` (and input of `plants.events`): resume after this event id (the
+ * `Last-Event-ID` header wins), and which types of event to send.
+ */
 export const PlantEventsQuerySchema = z.object({
   after: EventIdSchema.optional().meta({
     description:
       'Resume: send the events after this id (the last one seen). Without it (and without `Last-Event-ID`), ' +
       'only events committed from now on are sent; `0` sends every event still kept.',
   }),
+  types: z
+    .array(PlantEventTypeSchema)
+    .min(1, { error: 'must list at least one event type' })
+    .optional()
+    .meta({
+      description:
+        'Only these types of event (a comma-separated list; default: every type). The ids the stream sends ' +
+        'are still the log ids, so a filtered stream sees gaps between them; resume it as any other.',
+      param: { style: 'form', explode: false },
+    }),
 });

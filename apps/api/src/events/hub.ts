@@ -3,6 +3,11 @@ import { describeCauses } from '../causes.ts';
 import { ApiError } from '../errors.ts';
 import type { EventLog, StoredEvent } from '../store/store.ts';
 
+/** A type of event a stream may ask for (`?types=`). */
+export type EventType = StoredEvent['type'];
+/** Every type of event: a stream that asks for all of them is not filtered. */
+const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.deleted'];
+
 /** Events read from the log per query, when catching up and when fanning out. */
 const PAGE = 500;
 
@@ -50,19 +55,36 @@ export type EventStream = AsyncIterable<StoredEvent> & {
 export type EventHub = {
   /**
    * Opens a stream of the events after `after` (or, without it, of those committed from now on):
-   * first the backlog, read from the log, then live events as they commit. Throws an `ApiError` when
+   * first the backlog, read from the log, then live events as they commit; only those of `types`
+   * when given (their ids stay the log's, with gaps between them). Throws an `ApiError` when
    * `after` is older than the retention (410) or a limit is reached (429, 503).
    */
-  open(options: { tokenName: string; after?: bigint }): Promise<EventStream>;
+  open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
   /** Streams open now. */
   readonly size: number;
   /** Ends every stream ('shutdown') and refuses new ones. */
   close(): void;
 };
 
+/**
+ * The live streams that ask for the same types of event. A page of new events is filtered once per
+ * group, and handed (the same array) to each stream of a group it has events for: a group it has
+ * none for costs nothing per stream.
+ */
+type Group = {
+  /** `undefined`: every type. */
+  types: ReadonlySet<EventType> | undefined;
+  live: Set<Subscriber>;
+};
+
 type Subscriber = {
   tokenName: string;
-  /** The id of the last event this stream has taken, from the log or from the hub. */
+  group: Group;
+  /**
+   * How far this stream has followed the log: every event up to here it has taken (from the log or
+   * from the hub) or, reading its backlog, passed as not of its types. The hub hands it only events
+   * after it.
+   */
   cursor: bigint;
   /**
    * The live events waiting for the consumer, as the pages the hub read: while a stream keeps up,
@@ -79,12 +101,14 @@ type Subscriber = {
 
 /**
  * Fans the event log out to the streams of this instance. One reader follows the log (woken by the
- * store's `watch` and every `pollMs`) and hands each new event to every live stream; a stream that
- * resumes from an older id reads its backlog from the log itself, then joins the live ones. The
- * log is the only source: a missed notification delays an event by at most `pollMs`, never loses it.
+ * store's `watch` and every `pollMs`) and hands each new event to every live stream that asks for
+ * its type; a stream that resumes from an older id reads its backlog from the log itself, then
+ * joins the live ones. The log is the only source: a missed notification delays an event by at
+ * most `pollMs`, never loses it.
  */
 export function createEventHub(events: EventLog, limits: EventHubLimits, log: Logger): EventHub {
-  const live = new Set<Subscriber>();
+  /** The live streams by the types they ask for (the names, joined): one group per subset of the types. */
+  const groups = new Map<string, Group>();
   const open = new Set<Subscriber>();
   const perToken = new Map<string, number>();
   /** Every event up to `head` has been handed to the live streams. */
@@ -131,7 +155,11 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
           if (head === undefined) return;
           page = await events.after(head, PAGE);
           if (page.length === 0) break;
-          for (const subscriber of live) push(subscriber, page);
+          for (const group of groups.values()) {
+            if (group.live.size === 0) continue;
+            const mine = only(group.types, page);
+            if (mine.length > 0) for (const subscriber of group.live) push(subscriber, mine);
+          }
           head = page.at(-1)!.id;
         } while (page.length === PAGE);
       } while (again);
@@ -169,12 +197,27 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     return pages.length === 1 ? pages[0]! : pages.flat();
   }
 
+  /** The group of the streams asking for `types`, made on first use. */
+  function groupOf(types: readonly EventType[] | undefined): Group {
+    const wanted = types === undefined ? EVENT_TYPES : EVENT_TYPES.filter((type) => types.includes(type));
+    const key = wanted.join(',');
+    let group = groups.get(key);
+    if (group === undefined) {
+      const every = wanted.length === EVENT_TYPES.length;
+      group = { types: every ? undefined : new Set(wanted), live: new Set() };
+      groups.set(key, group);
+    }
+    return group;
+  }
+
   async function openStream({
     tokenName,
     after,
+    types,
   }: {
     tokenName: string;
     after?: bigint;
+    types?: readonly EventType[];
   }): Promise<EventStream> {
     if (closed) throw new ApiError('busy', 'This instance is shutting down; reconnect to another.');
     if (open.size >= limits.maxStreams) {
@@ -204,6 +247,7 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     });
     const subscriber: Subscriber = {
       tokenName,
+      group: groupOf(types),
       cursor: after ?? head!,
       pages: [],
       waiting: 0,
@@ -213,7 +257,7 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       end(reason) {
         if (subscriber.done) return;
         subscriber.done = reason;
-        live.delete(subscriber);
+        subscriber.group.live.delete(subscriber);
         open.delete(subscriber);
         const left = (perToken.get(tokenName) ?? 1) - 1;
         if (left === 0) perToken.delete(tokenName);
@@ -242,9 +286,11 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
 
   /**
    * The backlog, from the log, until this stream has seen everything the hub has handed out; then,
-   * in the same synchronous step, it joins the live streams: no event falls in between.
+   * in the same synchronous step, it joins the live streams: no event falls in between. A filtered
+   * stream reads the log as any other and yields only its types: its cursor passes the rest.
    */
   async function* backlog(subscriber: Subscriber): AsyncGenerator<readonly StoredEvent[]> {
+    const { live, types } = subscriber.group;
     while (!subscriber.done && !live.has(subscriber)) {
       if (head !== undefined && subscriber.cursor >= head) {
         live.add(subscriber);
@@ -254,7 +300,8 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       if (subscriber.done) return;
       if (page.length > 0) {
         subscriber.cursor = page.at(-1)!.id;
-        yield page;
+        const mine = only(types, page);
+        if (mine.length > 0) yield mine;
       }
       // The log ends here for now: wait for the hub to catch up to it (or pass it).
       if (page.length < PAGE && head !== undefined && subscriber.cursor > head) {
@@ -300,4 +347,12 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       stop();
     },
   };
+}
+
+/** The events of `page` of one of `types` (all of them when `types` is undefined: the page itself). */
+function only(
+  types: ReadonlySet<EventType> | undefined,
+  page: readonly StoredEvent[],
+): readonly StoredEvent[] {
+  return types === undefined ? page : page.filter((event) => types.has(event.type));
 }

@@ -5,8 +5,9 @@ type Decoder = (text: string) => unknown;
 
 /**
  * Decoders for an operation's path and query parameters, which arrive as text: a parameter
- * declared as an integer (int32 or int64) is decoded from a plain decimal literal; anything else
- * is passed on as it came, so the schema rejects it with its own message. No other coercion.
+ * declared as an integer (int32 or int64) is decoded from a plain decimal literal, one declared as
+ * a list from a comma-separated one (`?types=a,b`); anything else is passed on as it came, so the
+ * schema rejects it with its own message. No other coercion.
  */
 export function paramDecoders(schema: z.ZodType): Record<string, Decoder> {
   if (!(schema instanceof z.ZodObject)) return {};
@@ -20,12 +21,16 @@ function decoderFor(field: z.ZodType): Decoder {
   while (def.type === 'optional' || def.type === 'default') {
     def = (def as unknown as { innerType: z.ZodType }).innerType._zod.def;
   }
+  if (def.type === 'array') return (text) => text.split(',');
   if (def.type === 'bigint') return (text) => (INTEGER_LITERAL.test(text) ? BigInt(text) : text);
   if (def.type === 'number') return (text) => (INTEGER_LITERAL.test(text) ? Number(text) : text);
   return (text) => text;
 }
 
-/** Decodes the known parameters of one request; a repeated parameter is passed on as a list (and rejected). */
+/**
+ * Decodes the known parameters of one request. A repeated parameter is passed on as a list: one
+ * declared as a list gets every item (`?types=a&types=b` as `?types=a,b`), any other is rejected.
+ */
 export function decodeParams(
   decoders: Record<string, Decoder>,
   raw: Record<string, string | string[] | undefined>,
@@ -34,7 +39,7 @@ export function decodeParams(
   for (const [key, value] of Object.entries(raw)) {
     const decode = decoders[key];
     if (decode === undefined || value === undefined) continue;
-    decoded[key] = Array.isArray(value) ? value : decode(value);
+    decoded[key] = Array.isArray(value) ? value.flatMap(decode) : decode(value);
   }
   return decoded;
 }

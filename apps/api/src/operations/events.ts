@@ -16,7 +16,8 @@ export const plantEvents = defineOperation({
     description:
       'Server-Sent Events: every committed create (`plant.created`, with the plant) and delete (`plant.deleted`, ' +
       'with its id), in commit order, each as `id:` (the event id), `event:` (its type) and `data:` (the event as ' +
-      'JSON, ids exact). A comment line (`: heartbeat`) is sent when nothing else was for EVENTS_HEARTBEAT_MS. ' +
+      'JSON, ids exact); with `types`, only the events of those types (their ids are still the log ids, with gaps ' +
+      'between them). A comment line (`: heartbeat`) is sent when nothing else was for EVENTS_HEARTBEAT_MS. ' +
       'To resume after a disconnect, send the last id seen as `Last-Event-ID` (EventSource does) or `?after=`: ' +
       'every event after it follows, in order, without repeats, then live ones. Events are kept for ' +
       'EVENTS_RETENTION_MS; resuming from before that answers 410. A consumer too slow to keep up is ' +
@@ -34,7 +35,7 @@ export const plantEvents = defineOperation({
     }),
     successDescription: 'The event stream (text/event-stream), one event per committed change',
     errorResponses: {
-      400: 'A bad `after` or `Last-Event-ID`',
+      400: 'A bad `after`, `Last-Event-ID` or `types` (an unknown event type)',
       410: 'The events after this id are no longer kept',
       429: 'This token has too many event streams open',
       ...PROTECTED_ERRORS,
@@ -43,8 +44,8 @@ export const plantEvents = defineOperation({
   },
   input: PlantEventsQuerySchema,
   output: PlantEventSchema,
-  run: ({ events, principal }, { after }): Promise<EventStream> =>
-    events.open({ tokenName: principal.tokenName, after }),
+  run: ({ events, principal }, { after, types }): Promise<EventStream> =>
+    events.open({ tokenName: principal.tokenName, after, types }),
 });
 
 /** An event as both streams send it. */
