@@ -364,8 +364,8 @@ function renderEvents(e) {
     '',
     `The api with EVENT_STREAMS_PER_TOKEN=${e.limits.EVENT_STREAMS_PER_TOKEN} and EVENT_STREAMS_MAX=${e.limits.EVENT_STREAMS_MAX} (the defaults, 100 and 2,000, would refuse one token ${n} streams). ` +
       'The streams are read by bench/streams.mjs on the load core, which also sends the creates, open loop, at the fixed rate. ' +
-      `Latency is timed on every ${e.sampleEvery}th stream (the others only count their events): delivery − the create's send time (judged: an upper bound on commit-to-delivery), ` +
-      "delivery − the create's 200 at the client (negative: the event came first), and delivery − the event's createdAt (server clock, ms precision).",
+      `Latency is timed on every ${e.sampleEvery}th stream (the others only count their events): delivery − the event's createdAt (judged: the store stamps it before the commit, so this bounds commit-to-delivery from above; same machine's clock, ms precision), ` +
+      "delivery − the create's send time (adds the create's own trip before its commit), and delivery − the create's 200 at the client (negative: the event came first).",
     '',
   );
   const rows = [];

@@ -188,7 +188,7 @@ function eventTargets(e, add) {
       sq.addedRssMb <= EVENT_TARGETS.addedRssMb,
     );
     latency(
-      `${rate} creates/s, ${n} streams, SQLite: create-sent-to-delivered p99 ≤ ${EVENT_TARGETS.p99Sqlite} ms`,
+      `${rate} creates/s, ${n} streams, SQLite: commit-to-delivery p99 ≤ ${EVENT_TARGETS.p99Sqlite} ms`,
       sq.paced,
       EVENT_TARGETS.p99Sqlite,
     );
@@ -233,7 +233,7 @@ function eventTargets(e, add) {
   if (pg?.error) add('Event streams across PostgreSQL instances', 'failed', false);
   else if (pg)
     latency(
-      `${rate} creates/s to instance A, ${n} streams on instance B, PostgreSQL: create-sent-to-delivered p99 ≤ ${EVENT_TARGETS.p99Postgres} ms`,
+      `${rate} creates/s to instance A, ${n} streams on instance B, PostgreSQL: commit-to-delivery p99 ≤ ${EVENT_TARGETS.p99Postgres} ms`,
       pg.paced,
       EVENT_TARGETS.p99Postgres,
     );
@@ -251,12 +251,17 @@ function eventTargets(e, add) {
     );
   }
 
+  // Judged: delivery − the event's createdAt, which the store stamps before the commit (SQLite:
+  // when the write is queued; PostgreSQL: now(), the transaction's start), so it bounds the
+  // issue's commit-to-delivery from above. From the create's send (also shown) adds the create's
+  // own trip before its commit: the client's queue, HTTP, parsing, the group commit's wait.
   function latency(target, paced, limit) {
-    const p99 = paced.latencyFromSend?.p99;
+    const p99 = paced.latencyFromCommit?.p99;
+    const send = paced.latencyFromSend;
     add(
       target,
       typeof p99 === 'number'
-        ? `p99 ${p99} ms${by(p99, limit, 'ms')}; p50 ${paced.latencyFromSend.p50} ms; at ${paced.achievedRate}/s sent`
+        ? `p99 ${p99} ms${by(p99, limit, 'ms')}; p50 ${paced.latencyFromCommit.p50} ms; from the create's send p50 ${send?.p50} / p99 ${send?.p99} ms; at ${paced.achievedRate}/s sent`
         : 'no event timed',
       typeof p99 === 'number' ? p99 <= limit : false,
     );
