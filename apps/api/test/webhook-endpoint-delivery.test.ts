@@ -15,7 +15,7 @@ import {
   type TestStoreInstance,
 } from './support/stores.ts';
 import { FAST, webhookFixtures } from './support/webhook-fixtures.ts';
-import type { Received } from './support/webhook-receiver.ts';
+import { freePort, type Received } from './support/webhook-receiver.ts';
 
 const { defer, setup, startApi, receiver } = webhookFixtures({ SHUTDOWN_GRACE_MS: '500' });
 const SECRETS_KEY = randomBytes(32).toString('base64');
@@ -226,6 +226,33 @@ describe.each(testStores())('deliveries to registered endpoints on $name', (test
     expect(missing.text).toBe(
       errorBody(404, `Webhook endpoint ${endpoint.id} has no delivery with id ${unknown}.`),
     );
+  });
+
+  it('delivers after an api restart what it could not deliver to an endpoint while the receiver was down', async () => {
+    const store = await setup(testStore);
+    const port = await freePort();
+    const env = endpointEnv(store);
+    const first = await startApiProcess({ env });
+    defer(() => first.cleanup());
+    const endpoint = await register(first, `http://127.0.0.1:${port}/hook`);
+    expect((await postPlant(first.url, '{"id":7,"name":"Fern"}')).status).toBe(200);
+    await until(async () => ((await deliveries(first, endpoint.id))[0]?.attempts ?? 0) >= 1);
+    expect(await first.stop()).toBe(0);
+    const [pending] = await store.deliveries();
+    expect(pending).toMatchObject({ status: 'pending' });
+
+    const hook = await receiver(endpoint.secret, { port });
+    const second = await startApi(env, first.dataDir);
+    await hook.waitFor((received) => received.length === 1);
+    expect(hook.received).toMatchObject([
+      { id: pending!.id, body: '{"id":7,"name":"Fern"}', verified: true, event: 'plant.created' },
+    ]);
+    await until(async () => (await deliveries(second, endpoint.id))[0]?.status === 'delivered');
+    expect((await deliveries(second, endpoint.id))[0]).toMatchObject({
+      id: pending!.id,
+      lastResponseCode: 200,
+      attempts: pending!.attempts + 1,
+    });
   });
 
   it('fans out only with a committed plant: nothing for a duplicate id, and a keyed create fans out once', async () => {
