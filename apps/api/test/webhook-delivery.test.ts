@@ -229,9 +229,10 @@ describe.skipIf(!postgresAvailable())('the new-plant webhook with several instan
     expect(subscriber.received).toHaveLength(plants.length);
     expect(subscriber.received.map((request) => request.body).sort()).toStrictEqual([...plants].sort());
     expect(subscriber.received.every((request) => request.verified)).toBe(true);
+    // Each delivery logged by exactly one of them. Not how many each: a claim takes up to 512 due
+    // deliveries, so whichever instance polls first after the creates may take them all.
     const deliveredBy = apis.map((api) => logLines(api, 'webhook delivered').length);
     expect(deliveredBy[0]! + deliveredBy[1]!).toBe(plants.length);
-    expect(deliveredBy.every((count) => count > 0)).toBe(true);
     const stored = await store.deliveries();
     expect(stored.every((delivery) => delivery.status === 'delivered' && delivery.attempts === 1)).toBe(true);
   });
