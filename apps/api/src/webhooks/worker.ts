@@ -62,6 +62,8 @@ type Subscriber = {
   url: string;
   /** Signs its attempts: the operator secret, or the endpoint's secrets as last read. */
   sign: Signer;
+  /** A registered endpoint's sealed secrets that `sign` was made from. */
+  secrets?: string;
   /** A registered endpoint's address rules at connect time; none for operator URLs. */
   guard?: UrlPolicy;
   /** Claimed deliveries not yet attempted, oldest due first. */
@@ -128,7 +130,7 @@ export function startDeliveryWorker({
 
   function subscriber(
     key: string,
-    make: () => Pick<Subscriber, 'target' | 'url' | 'sign' | 'guard'>,
+    make: () => Pick<Subscriber, 'target' | 'url' | 'sign' | 'secrets' | 'guard'>,
   ): Subscriber {
     let known = subscribers.get(key);
     if (!known) {
@@ -278,10 +280,21 @@ export function startDeliveryWorker({
       await outbox.discardOrphans(id);
       return undefined;
     }
-    const sign = endpointSigner(endpoint, box!);
+    // The secrets are opened (decrypted) only when they changed since the last round: a rotation.
+    const secrets = `${endpoint.secret} ${endpoint.previousSecret} ${endpoint.previousSecretExpiresAt?.getTime()}`;
+    const signer = () => endpointSigner(endpoint, box!);
     const guard = endpoints!.settings.policy;
-    const to = subscriber(id, () => ({ target: { endpointId: id }, url: endpoint.url, sign, guard }));
-    to.sign = sign;
+    const to = subscriber(id, () => ({
+      target: { endpointId: id },
+      url: endpoint.url,
+      sign: signer(),
+      secrets,
+      guard,
+    }));
+    if (to.secrets !== secrets) {
+      to.sign = signer();
+      to.secrets = secrets;
+    }
     return to;
   }
 
