@@ -29,8 +29,8 @@ export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
       const route: string = ctx.state.route ?? 'unmatched';
       const auth = ctx.state.auth as AuthResult | undefined;
       const token = auth?.ok ? auth.principal.tokenName : '-';
-      metrics.requests.inc({ method: ctx.method, route, status, token });
-      metrics.requestSeconds.observe({ method: ctx.method, route, status }, seconds);
+      metrics.requests.series(ctx.method, route, status, token).value += 1;
+      metrics.requestSeconds.series(ctx.method, route, status).observe(seconds);
       log.info(
         {
           reqId: requestId,
