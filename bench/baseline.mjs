@@ -5,24 +5,12 @@
 // more remain), answered by prepared statements and a JSON writer for the one row shape. It marks
 // the ceiling one Node process reaches; the api must come close to it.
 import { createServer } from 'node:http';
-import Database from 'better-sqlite3';
-import { MAX, MIN, readNewPlant, send } from './lib/baseline-http.mjs';
+import { readNewPlant, send } from './lib/baseline-http.mjs';
+import { idOfPath, openStore, plantJson } from './lib/baseline-sqlite.mjs';
 
 const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
-const db = new Database(process.env.DATABASE_FILE ?? 'baseline.db');
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = NORMAL');
-db.exec('CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
-const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING');
-const get = db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').safeIntegers(true);
-const list = db.prepare('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?').safeIntegers(true);
-const INT = /^-?\d{1,19}$/;
-
-function plantJson(row) {
-  const tag = row.tag === null ? '' : `,"tag":${JSON.stringify(row.tag)}`;
-  return `{"id":${row.id},"name":${JSON.stringify(row.name)}${tag}}`;
-}
+const { insert, get, list } = openStore(process.env.DATABASE_FILE ?? 'baseline.db');
 
 function sendJson(res, text, headers) {
   res.writeHead(200, {
@@ -45,12 +33,9 @@ function read(req, res) {
       rows.length > limit ? { link: `</plants?limit=${limit}&after=${page[limit - 1].id}>; rel="next"` } : {};
     return sendJson(res, `[${page.map(plantJson).join(',')}]`, headers);
   }
-  const id = url.pathname.slice('/plants/'.length);
-  if (!url.pathname.startsWith('/plants/') || !INT.test(id))
-    return send(res, 404, { error: 404, message: 'Not found.' });
-  const value = BigInt(id);
-  if (value < MIN || value > MAX) return send(res, 400, { error: 400, message: 'Bad id.' });
-  const row = get.get(value);
+  const { id, status, message } = idOfPath(url.pathname);
+  if (id === undefined) return send(res, status, { error: status, message });
+  const row = get.get(id);
   if (row === undefined) return send(res, 404, { error: 404, message: 'No such plant.' });
   sendJson(res, plantJson(row));
 }

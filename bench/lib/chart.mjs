@@ -76,11 +76,13 @@ export function writeChart(report, path) {
 /** Short names of the scenarios for the chart (the report's tables have the full titles). */
 const LABELS = {
   baseline: 'bare node:http + SQLite create',
+  'floor-rest': 'the same create through Koa',
   rest: 'REST create (SQLite, fsync)',
   trpc: 'tRPC create, 1 per request',
   'trpc-batch': 'tRPC create, 10 per request',
   webhook: 'REST create + 1 webhook',
   'baseline-get': 'bare node:http + SQLite get',
+  'floor-get': 'the same get through Koa',
   get: 'REST GET /plants/{id}',
   'baseline-list': 'bare node:http + SQLite list',
   list: 'REST GET /plants?limit=100',

@@ -28,6 +28,7 @@ export const CLI = join(ROOT, 'packages/client/bin/plants.js');
 export const CLI_MAIN = join(ROOT, 'packages/client/dist/cli.js');
 export const BASELINE = join(ROOT, 'bench/baseline.mjs');
 export const BASELINE_PG = join(ROOT, 'bench/baseline-pg.mjs');
+export const KOA_FLOOR = join(ROOT, 'bench/koa-floor.mjs');
 export const RECEIVER = join(ROOT, 'bench/receiver.mjs');
 export const LOAD = join(ROOT, 'bench/load.mjs');
 export const STREAMS = join(ROOT, 'bench/streams.mjs');
@@ -228,9 +229,9 @@ function serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv = {}
     };
   }
   if (kind === 'receiver') return { script: RECEIVER, env: { ...base, PORT: String(port) } };
-  if (kind === 'baseline') {
+  if (kind === 'baseline' || kind === 'baseline-koa') {
     return {
-      script: BASELINE,
+      script: kind === 'baseline' ? BASELINE : KOA_FLOOR,
       env: { ...base, PORT: String(port), API_TOKENS: token, DATABASE_FILE: join(dir, 'plants.db') },
     };
   }

@@ -16,6 +16,8 @@ import baseline from './baseline.mjs';
 import baselineGet from './baseline-get.mjs';
 import baselineList from './baseline-list.mjs';
 import baselinePg from './baseline-pg.mjs';
+import floorGet from './floor-get.mjs';
+import floorRest from './floor-rest.mjs';
 import get from './get.mjs';
 import list from './list.mjs';
 import postgres from './postgres.mjs';
@@ -26,9 +28,21 @@ import webhook from './webhook.mjs';
 
 /** Every scenario, in the order of the report. */
 export const SCENARIOS = Object.fromEntries(
-  [baseline, rest, trpc, trpcBatch, webhook, baselineGet, get, baselineList, list, baselinePg, postgres].map(
-    (s) => [s.name, s],
-  ),
+  [
+    baseline,
+    floorRest,
+    rest,
+    trpc,
+    trpcBatch,
+    webhook,
+    baselineGet,
+    floorGet,
+    get,
+    baselineList,
+    list,
+    baselinePg,
+    postgres,
+  ].map((s) => [s.name, s]),
 );
 
 /** The scenario a scenario's ratios are against. */
