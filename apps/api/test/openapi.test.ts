@@ -118,12 +118,17 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(post.responses)).toStrictEqual(['200']);
     const parameters = post.parameters as { in: string; name: string; required: boolean; schema: object }[];
     expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual(
-      ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
-        where: 'header',
-        name,
-        required: true,
-      })),
+      [
+        ...['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
+          where: 'header',
+          name,
+          required: true,
+        })),
+        // Registered endpoints only.
+        { where: 'header', name: 'webhook-event', required: undefined },
+      ],
     );
+    expect(parameters[3]!.schema).toMatchObject({ type: 'string', const: 'plant.created' });
   });
 
   it('lints with 0 errors under Redocly recommended and spectral:oas', async () => {

@@ -134,6 +134,14 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
               'To a registered endpoint: keyed with its secret, and during a rotation’s overlap a second, space-separated `v1,` signature with the previous secret',
             example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
           }),
+          'webhook-event': z
+            .literal('plant.created')
+            .optional()
+            .meta({
+              description:
+                'The event type. Sent to endpoints registered with `POST /webhook-endpoints`, not to the WEBHOOK_URLS subscribers',
+              example: 'plant.created',
+            }),
         }),
       },
       requestBody: {
