@@ -24,7 +24,11 @@ abstract class SeriesMetric<Data> {
   readonly aggregator = 'sum';
   protected abstract create(): Data;
 
-  /** The series of these label values, in `labelNames` order, created at first use. */
+  /**
+   * The series of these label values, in `labelNames` order, created at first use. They are keyed
+   * joined by newlines, which none of ours can hold (HTTP methods, route templates, statuses, token
+   * names, store operations and outcomes).
+   */
   series(...values: (string | number)[]): Data {
     const key = values.join('\n');
     let found = this.byKey.get(key);
