@@ -19,5 +19,59 @@ export function createLogger(
   if (!config.production && process.stdout.isTTY) {
     return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true } } });
   }
-  return pino(options, pino.destination({ dest: 1, sync: false }));
+  // Node opens a pipe on stdout non-blocking when it first makes `process.stdout` (done here): a
+  // write to a pipe nobody reads then fails at once and sonic-boom retries it later, where a
+  // blocking write would hold one of libuv's threads, which process.exit waits for, forever.
+  void process.stdout.fd;
+  // minLength 1 writes every line at once, as 0 would, and makes flush() wait until the lines are
+  // written (with 0 it answers at once).
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: 1, maxLength: LOG_BUFFER_BYTES });
+  stdoutStream = stdout;
+  const log = pino(options, stdout);
+  // Said at most once a second, once stdout takes lines again (a report it drops is tried again).
+  let unreported = 0;
+  let reporting: NodeJS.Timeout | undefined;
+  const report = () => {
+    reporting = undefined;
+    const before = droppedLines;
+    log.warn({ dropped: unreported, droppedSinceStart: before }, 'log lines dropped: stdout was not read');
+    if (droppedLines === before) unreported = 0;
+  };
+  stdout.on('drop', () => {
+    droppedLines += 1;
+    unreported += 1;
+    if (reporting === undefined) reporting = setTimeout(report, 1000).unref();
+  });
+  return log;
+}
+
+/**
+ * Most bytes of log lines kept waiting for stdout (about 30,000 lines): when whatever reads it
+ * falls behind or stops, further lines are dropped and counted (`droppedLogLines`) rather than
+ * kept until the process runs out of memory.
+ */
+export const LOG_BUFFER_BYTES = 8 * 1024 * 1024;
+
+let droppedLines = 0;
+let stdoutStream: ReturnType<typeof pino.destination> | undefined;
+
+/** Log lines dropped since start because stdout was not read (see `LOG_BUFFER_BYTES`). */
+export const droppedLogLines = () => droppedLines;
+
+/**
+ * Writes out what the logger holds, waiting at most `timeoutMs`: a stdout nobody reads cannot keep
+ * the process from exiting. Past the deadline the lines left are given up, including by pino's own
+ * flush at exit, which would otherwise block on the full pipe.
+ */
+export function flushLog(log: Logger, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      if (stdoutStream) stdoutStream.flushSync = () => {};
+      resolve();
+    }, timeoutMs);
+    log.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

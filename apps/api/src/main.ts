@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { describeCauses } from './causes.ts';
 import { runCommand, USAGE, UsageError } from './commands.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { createLogger } from './log.ts';
+import { createLogger, flushLog } from './log.ts';
 import { type RunningServer, startServer } from './serve.ts';
 import { openStore } from './store/open-store.ts';
 
@@ -12,6 +12,9 @@ import { openStore } from './store/open-store.ts';
  * and clients get a clean 503 rather than a reset, and the supervisor restarts it soon after.
  */
 const FATAL_DRAIN_MS = 2_000;
+
+/** How long the last log lines may take to reach stdout before the process exits without them. */
+const LOG_FLUSH_MS = 2_000;
 
 /** After a fatal failure, how long the shutdown may take before the process exits regardless. */
 const FATAL_EXIT_DEADLINE_MS = 1_000;
@@ -49,10 +52,7 @@ async function serveUntilExit(config: Config, log: Logger): Promise<void> {
     throw error;
   }
   let exitCode = 0;
-  const exit = () => {
-    log.flush();
-    process.exit(exitCode);
-  };
+  const exit = () => void flushLog(log, LOG_FLUSH_MS).then(() => process.exit(exitCode));
   const stop = (signal: string) => void running.close(signal).then(exit);
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { droppedLogLines } from './log.ts';
 import { type HistogramSeries, SeriesCounter, SeriesHistogram } from './metric-series.ts';
 
 /** The process's Prometheus metrics (prom-client), served at /metrics. */
@@ -74,6 +75,15 @@ export function createMetrics(outboxDepth?: OutboxDepth) {
       help: 'Webhook delivery attempts, by outcome',
       labelNames: ['outcome'] as const,
       registers: [registry],
+    }),
+    logLinesDropped: new Counter({
+      name: 'plant_store_log_lines_dropped_total',
+      help: 'Log lines dropped because stdout was not read fast enough (8 MiB of lines were waiting)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(droppedLogLines());
+      },
     }),
   };
   setRateLimitBackend(metrics, 'memory');
