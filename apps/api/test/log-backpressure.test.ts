@@ -79,15 +79,9 @@ describe('the built api with a stdout nobody reads', () => {
     expect(dropped).toBeGreaterThan(0);
     stdout.resume();
     const logs = api.logs;
-    const reported = async () => {
-      for (let i = 0; i < 100; i++) {
-        const line = logs.find((l) => l.includes('log lines dropped'));
-        if (line) return JSON.parse(line) as { level: number; dropped: number; droppedSinceStart: number };
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      throw new Error('no report of the dropped lines');
-    };
-    const report = await reported();
+    const reportLine = () => logs.find((l) => l.includes('log lines dropped'));
+    await expect.poll(reportLine, { timeout: 10_000 }).toBeDefined();
+    const report = JSON.parse(reportLine()!) as { level: number; dropped: number; droppedSinceStart: number };
     expect(report.level).toBe(40);
     // Every line dropped so far is in the first report that gets through (the attempts to report
     // that were dropped themselves included).
