@@ -107,7 +107,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       paths.map(async (path, i) => {
         let input: unknown;
         try {
-          input = inputs[i] === undefined ? undefined : config.transformer.input.deserialize(inputs[i]);
+          input = inputs[i] === undefined ? undefined : deserialize(inputs[i]);
           const data = await callTRPCProcedure({
             router,
             ctx: context,
@@ -129,6 +129,16 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
     );
     answer(ctx, batch, items, errors);
   };
+
+  /** An input's superjson, revived: a 400 when it cannot be, as tRPC's own handler answers. */
+  function deserialize(input: unknown): unknown {
+    try {
+      return config.transformer.input.deserialize(input);
+    } catch (cause) {
+      const message = cause instanceof Error ? cause.message : 'Invalid input';
+      throw new TRPCError({ code: 'BAD_REQUEST', message, cause });
+    }
+  }
 
   function errorItem(error: TRPCError, path: string | undefined, input?: unknown, ctx?: Context) {
     return { error: getTRPCErrorShape({ config, error, type: 'mutation', path, input, ctx }) };
