@@ -1,13 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
+import { errorBody, JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
 import type { RunningApi } from './support/in-process.ts';
 import { oddTrpcPaths, sampleLines } from './support/odd-trpc.ts';
 import { testStores } from './support/stores.ts';
 
+/** Issued tokens: one that reads plants, one that only scrapes. */
+const READER = 'reader-token-0123456789';
+const SCRAPER = 'scraper-token-0123456789';
+
 describe.each(testStores())('observability on $name', (testStore) => {
   let api: RunningApi;
-  apiOnStore(testStore, (running) => ({ api } = running));
+  apiOnStore(testStore, (running) => ({ api } = running), {
+    tokens: [
+      { name: 'reader', secret: READER, scopes: ['read'] },
+      { name: 'scraper', secret: SCRAPER, scopes: ['metrics'] },
+    ],
+  });
 
   describe('access log', () => {
     it('writes one line per request with method, route template, status, duration, token name and request id', async () => {
@@ -79,6 +88,25 @@ describe.each(testStores())('observability on $name', (testStore) => {
     it('needs a token', async () => {
       const answer = await send(`${api.url}/metrics`);
       expect(answer.status).toBe(401);
+    });
+
+    it('answers 403 to a token without the metrics scope, which every token name would otherwise be shown to', async () => {
+      const answer = await send(`${api.url}/metrics`, { headers: { authorization: `Bearer ${READER}` } });
+      expect([answer.status, answer.text]).toStrictEqual([
+        403,
+        errorBody(403, 'This token lacks the metrics scope this operation needs.'),
+      ]);
+      expect(
+        (await send(`${api.url}/plants`, { headers: { authorization: `Bearer ${READER}` } })).status,
+      ).toBe(200);
+    });
+
+    it('answers a token with only the metrics scope, which reads no plant', async () => {
+      const answer = await send(`${api.url}/metrics`, { headers: { authorization: `Bearer ${SCRAPER}` } });
+      expect(answer.status).toBe(200);
+      expect(answer.text).toContain('token="reader"');
+      const plants = await send(`${api.url}/plants`, { headers: { authorization: `Bearer ${SCRAPER}` } });
+      expect(plants.status).toBe(403);
     });
 
     it('counts requests by route template, status and token name, with latency histograms and store timings', async () => {

@@ -57,7 +57,7 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
           scheme: 'bearer',
           description:
             'A bearer token: one the operator configured (`API_TOKENS`, or the token the service generated on ' +
-            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`, `webhooks`).',
+            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`, `webhooks`, `metrics`).',
         },
       },
     },
