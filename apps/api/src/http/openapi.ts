@@ -84,7 +84,9 @@ const PROBES: ZodOpenApiPathsObject = {
     get: {
       operationId: 'readyz',
       summary: 'Readiness',
-      description: 'Answers 200 when the store answers a query, else 503 (within DATABASE_TIMEOUT_MS).',
+      description:
+        'Answers 200 when the store answers a query, else 503 (within DATABASE_TIMEOUT_MS). Callers share ' +
+        'one query a second: an answer is at most 1 s old.',
       tags: ['operations'],
       security: [],
       responses: {
