@@ -308,9 +308,8 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       },
     };
     open.add(subscriber);
-    let mine = byToken.get(tokenName);
-    if (mine === undefined) byToken.set(tokenName, (mine = new Set()));
-    mine.add(subscriber);
+    const mine = byToken.get(tokenName) ?? new Set<Subscriber>();
+    byToken.set(tokenName, mine.add(subscriber));
     // Only now, so the hub never finds itself without streams (and stops following the log).
     displaced?.end('displaced');
     return {
