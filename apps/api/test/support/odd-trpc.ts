@@ -8,10 +8,11 @@ import { listOperations } from '../../src/operations/index.ts';
 export function oddTrpcPaths(count: number): string[] {
   const names = [...listOperations().map(({ path }) => path), 'plants', 'nope', 'valueOf', '__proto__'];
   let seed = 22;
-  // A small linear congruential generator: repeatable without a dependency.
+  // A 32-bit linear congruential generator (exact in integer arithmetic), its high bits used:
+  // repeatable without a dependency.
   const next = () => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    return seed;
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    return seed >>> 16;
   };
   const paths = new Set<string>();
   while (paths.size < count) {
