@@ -25,7 +25,8 @@ function commaList(value: string | undefined): string[] | undefined {
     .filter((entry) => entry.length > 0);
 }
 
-const EnvSchema = z.object({
+/** Every variable the api reads, with its default: also what docs/configuration.md must list. */
+export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z
