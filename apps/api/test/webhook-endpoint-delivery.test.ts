@@ -452,7 +452,7 @@ describe('webhook endpoints in the built bundle', () => {
     expect(lines[0]).toMatchObject({
       id: endpoint.id,
       owner: 'api-token-1',
-      url: `${hook.url}/hook`,
+      url: hook.url,
       description: null,
       pending: 0,
       failed: 0,
