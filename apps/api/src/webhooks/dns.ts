@@ -68,8 +68,6 @@ export type EndpointResolver = {
   forRegistration(owner: string): Resolve;
   /** For a delivery's connection: waits its turn for a slot (its attempt's timeout bounds the wait). */
   forDelivery(owner: string): Resolve;
-  /** Lookups holding a slot now. */
-  inFlight(): number;
 };
 
 /**
@@ -110,6 +108,5 @@ export function createEndpointResolver(config: EndpointDnsConfig): EndpointResol
   return {
     forRegistration: (owner) => bounded(owner, slots.take),
     forDelivery: (owner) => bounded(owner, slots.wait),
-    inFlight: slots.inFlight,
   };
 }
