@@ -247,9 +247,9 @@ describe.each(STORES)(
       );
       expect(most).toBe(CAP);
       expect(Number(rows[0]!.n)).toBe(CAP);
-      // Outbound: the breaker's 3 failures, then nothing while it is open.
+      // Outbound: what was in flight when the breaker opened (at most the pending ones), then nothing.
       await sleep(500);
-      expect(failing.received.length).toBeLessThanOrEqual(3);
+      expect(failing.received.length).toBeLessThanOrEqual(CAP);
       reportAttempt({
         attempt: `ping and redeliver flood (${testStore.name})`,
         tried: `200 pings and ${redeliveries.length} redeliveries of one endpoint whose receiver answers 500`,
@@ -335,7 +335,10 @@ describe('receivers that keep many attempts in flight', () => {
     let endpointSecret = '';
     const hook = await receiver(() => endpointSecret, { answer: slowly });
     const api = await startApi({
-      ...FAST,
+      // A lease long enough for every claimed delivery to wait its turn (FAST's hands most back).
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_TIMEOUT_MS: '5000',
+      WEBHOOK_LEASE_MS: '60000',
       WEBHOOK_ALLOW_PRIVATE_URLS: '1',
       WEBHOOK_URLS: `${slow.url}/a,${slow.url}/b`,
       WEBHOOK_SECRET: secret,

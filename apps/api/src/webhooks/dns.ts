@@ -35,8 +35,9 @@ export function caresResolve({
     if (family !== 0) return [{ address: hostname, family }];
     const name = hostname.toLowerCase().replace(/\.$/, '');
     if (name === 'localhost' || name.endsWith('.localhost')) return LOOPBACK;
-    // Two tries within the bound, so one lost datagram does not fail the lookup.
-    const resolver = new dns.Resolver({ timeout: Math.max(1, Math.floor(timeoutMs / 4)), tries: 2 });
+    // A second try halfway, so one lost datagram does not fail the lookup; c-ares lengthens the
+    // second try's wait, so a server that never answers is cut by the timer below, at the bound.
+    const resolver = new dns.Resolver({ timeout: Math.max(1, Math.floor(timeoutMs / 2)), tries: 2 });
     if (servers) resolver.setServers(servers);
     let late = false;
     const timer = setTimeout(() => {
@@ -51,10 +52,13 @@ export function caresResolve({
         ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
       ];
       if (addresses.length > 0) return addresses;
-      const failure = [v4, v6].find((result) => result.status === 'rejected')?.reason as Error | undefined;
+      const codes = [v4, v6].map((result) =>
+        result.status === 'rejected' ? (result.reason as NodeJS.ErrnoException).code : undefined,
+      );
+      if (codes.includes('ETIMEOUT')) throw new LookupTimeoutError(`lookup of ${name} timed out`);
       // ENODATA for both families: the name exists without addresses, as good as not found.
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), {
-        code: (failure as NodeJS.ErrnoException | undefined)?.code ?? 'ENOTFOUND',
+        code: codes.find((code) => code !== undefined) ?? 'ENOTFOUND',
       });
     } finally {
       clearTimeout(timer);
