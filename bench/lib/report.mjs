@@ -425,7 +425,7 @@ function renderEvents(e) {
   const sq = e.sqlite;
   if (sq && !sq.error) {
     out.push(
-      `Create throughput (SQLite, autocannon as in the side-by-side runs): with no stream open; with the ${n} streams open asking for plant.deleted only, so receiving no event (issue 14's "open streams and no events", the row judged; run in the order none, filtered, filtered, none); and with the ${n} streams open, each receiving every create's event (the stricter case, not judged):`,
+      `Create throughput (SQLite, autocannon as in the side-by-side runs): with no stream open; with the ${n} streams open asking for plant.deleted only, so receiving no event ("open streams and no events", the row judged; run in the order none, filtered, filtered, none); and with the ${n} streams open, each receiving every create's event (the stricter case, not judged):`,
       '',
       table(
         [

@@ -20,6 +20,8 @@ describe('loadConfig: webhooks', () => {
       secretOverlapMs: 86_400_000,
       allowPrivateUrls: false,
       perToken: 20,
+      pendingPerEndpoint: 1_000,
+      dns: { servers: undefined, timeoutMs: 5_000, concurrency: 64, perTokenConcurrency: 4 },
     });
     const key = randomBytes(32);
     expect(
@@ -28,8 +30,25 @@ describe('loadConfig: webhooks', () => {
         WEBHOOK_SECRET_OVERLAP_MS: '5000',
         WEBHOOK_ALLOW_PRIVATE_URLS: '1',
         WEBHOOK_ENDPOINTS_PER_TOKEN: '3',
+        WEBHOOK_PENDING_PER_ENDPOINT: '10',
+        WEBHOOK_DNS_SERVERS: '127.0.0.1:5353, [::1]:53,192.0.2.53',
+        WEBHOOK_DNS_TIMEOUT_MS: '800',
+        WEBHOOK_DNS_CONCURRENCY: '8',
+        WEBHOOK_DNS_CONCURRENCY_PER_TOKEN: '2',
       }).webhookEndpoints,
-    ).toStrictEqual({ secretsKey: key, secretOverlapMs: 5_000, allowPrivateUrls: true, perToken: 3 });
+    ).toStrictEqual({
+      secretsKey: key,
+      secretOverlapMs: 5_000,
+      allowPrivateUrls: true,
+      perToken: 3,
+      pendingPerEndpoint: 10,
+      dns: {
+        servers: ['127.0.0.1:5353', '[::1]:53', '192.0.2.53'],
+        timeoutMs: 800,
+        concurrency: 8,
+        perTokenConcurrency: 2,
+      },
+    });
   });
 
   it.each([
@@ -40,6 +59,16 @@ describe('loadConfig: webhooks', () => {
     [{ WEBHOOK_SECRETS_KEY: 'not base64!' }, 'WEBHOOK_SECRETS_KEY must be base64 of 32 random bytes'],
     [{ WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_URLS must be 1 or 0'],
     [{ WEBHOOK_ENDPOINTS_PER_TOKEN: '-1' }, 'WEBHOOK_ENDPOINTS_PER_TOKEN'],
+    [{ WEBHOOK_PENDING_PER_ENDPOINT: '0' }, 'WEBHOOK_PENDING_PER_ENDPOINT'],
+    [{ WEBHOOK_FAILED_RETENTION_MS: '-1' }, 'WEBHOOK_FAILED_RETENTION_MS'],
+    [
+      { WEBHOOK_DNS_SERVERS: 'dns.example' },
+      'WEBHOOK_DNS_SERVERS must be comma-separated name server addresses',
+    ],
+    [{ WEBHOOK_DNS_SERVERS: ' , ' }, 'WEBHOOK_DNS_SERVERS must be comma-separated name server addresses'],
+    [{ WEBHOOK_DNS_TIMEOUT_MS: '50' }, 'WEBHOOK_DNS_TIMEOUT_MS'],
+    [{ WEBHOOK_DNS_CONCURRENCY: '0' }, 'WEBHOOK_DNS_CONCURRENCY'],
+    [{ WEBHOOK_DNS_CONCURRENCY_PER_TOKEN: '0' }, 'WEBHOOK_DNS_CONCURRENCY_PER_TOKEN'],
   ])('refuses a bad endpoint setting %o', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });
@@ -61,6 +90,7 @@ describe('loadConfig: webhooks', () => {
       concurrency: 32,
       breaker: { failures: 5, cooldownMs: 30_000 },
       retentionMs: 86_400_000,
+      failedRetentionMs: 604_800_000,
     });
   });
 
@@ -71,8 +101,13 @@ describe('loadConfig: webhooks', () => {
       WEBHOOK_BREAKER_FAILURES: '3',
       WEBHOOK_BREAKER_COOLDOWN_MS: '1000',
       WEBHOOK_RETENTION_MS: '0',
+      WEBHOOK_FAILED_RETENTION_MS: '60000',
     });
-    expect(config.webhooks).toMatchObject({ breaker: { failures: 3, cooldownMs: 1_000 }, retentionMs: 0 });
+    expect(config.webhooks).toMatchObject({
+      breaker: { failures: 3, cooldownMs: 1_000 },
+      retentionMs: 0,
+      failedRetentionMs: 60_000,
+    });
   });
 
   it('refuses a subscriber URL carrying credentials, without repeating it', () => {

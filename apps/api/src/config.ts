@@ -1,3 +1,4 @@
+import { Resolver } from 'node:dns';
 import type { EventHubLimits } from './events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
@@ -25,7 +26,8 @@ function commaList(value: string | undefined): string[] | undefined {
     .filter((entry) => entry.length > 0);
 }
 
-const EnvSchema = z.object({
+/** Every variable the api reads, with its default: also what docs/configuration.md must list. */
+export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z
@@ -94,6 +96,19 @@ const EnvSchema = z.object({
   WEBHOOK_SECRET_OVERLAP_MS: z.coerce.number().int().min(0).max(2_592_000_000).default(86_400_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(['0', '1'], { error: 'must be 1 or 0' }).default('0'),
   WEBHOOK_ENDPOINTS_PER_TOKEN: z.coerce.number().int().min(0).max(10_000).default(20),
+  WEBHOOK_PENDING_PER_ENDPOINT: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
+  WEBHOOK_FAILED_RETENTION_MS: z.coerce.number().int().min(0).max(31_536_000_000).default(604_800_000),
+  WEBHOOK_DNS_SERVERS: z
+    .string()
+    .optional()
+    .transform(commaList)
+    .refine((servers) => servers === undefined || (servers.length > 0 && areNameServers(servers)), {
+      message:
+        'must be comma-separated name server addresses: 192.0.2.53, 192.0.2.53:5353 or [2001:db8::53]:53',
+    }),
+  WEBHOOK_DNS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  WEBHOOK_DNS_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(64),
+  WEBHOOK_DNS_CONCURRENCY_PER_TOKEN: z.coerce.number().int().min(1).max(10_000).default(4),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   REDIS_URL: z
@@ -165,8 +180,10 @@ export type WebhookConfig = {
   concurrency: number;
   /** A subscriber's circuit breaker: open after `failures` failed attempts in a row, for `cooldownMs`. */
   breaker: { failures: number; cooldownMs: number };
-  /** Delivered deliveries are deleted this long after delivery; failed ones are kept. */
+  /** Delivered deliveries are deleted this long after delivery. */
   retentionMs: number;
+  /** Failed deliveries (attempts used up) are deleted this long after they failed. */
+  failedRetentionMs: number;
 };
 
 /** Server-side bounds on slow and idle clients (node:http), and on draining at shutdown. */
@@ -231,6 +248,21 @@ export type WebhookEndpointsConfig = {
   allowPrivateUrls: boolean;
   /** Most endpoints one token may register. */
   perToken: number;
+  /** Most pending deliveries an endpoint may have for `ping` and `redeliver` to add one. */
+  pendingPerEndpoint: number;
+  /** How endpoints' host names are resolved (webhooks/dns.ts). */
+  dns: EndpointDnsConfig;
+};
+
+/** Resolution of endpoints' host names, with c-ares: never on libuv's thread pool. */
+export type EndpointDnsConfig = {
+  /** Name servers asked (`WEBHOOK_DNS_SERVERS`); `undefined`: the system's (/etc/resolv.conf). */
+  servers: string[] | undefined;
+  /** Bound on one lookup (A and AAAA together); past it the lookup is cancelled. */
+  timeoutMs: number;
+  /** Most lookups in flight on this instance, and for one token's endpoints. */
+  concurrency: number;
+  perTokenConcurrency: number;
 };
 
 /** The event log and its streams (`GET /plants/events`, `plants.events`). */
@@ -298,6 +330,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secretOverlapMs: e.WEBHOOK_SECRET_OVERLAP_MS,
       allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === '1',
       perToken: e.WEBHOOK_ENDPOINTS_PER_TOKEN,
+      pendingPerEndpoint: e.WEBHOOK_PENDING_PER_ENDPOINT,
+      dns: {
+        servers: e.WEBHOOK_DNS_SERVERS,
+        timeoutMs: e.WEBHOOK_DNS_TIMEOUT_MS,
+        concurrency: e.WEBHOOK_DNS_CONCURRENCY,
+        perTokenConcurrency: e.WEBHOOK_DNS_CONCURRENCY_PER_TOKEN,
+      },
     },
     events: {
       retentionMs: e.EVENTS_RETENTION_MS,
@@ -341,6 +380,7 @@ function webhookConfig(e: z.infer<typeof EnvSchema>): WebhookConfig {
     concurrency: e.WEBHOOK_CONCURRENCY,
     breaker: { failures: e.WEBHOOK_BREAKER_FAILURES, cooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS },
     retentionMs: e.WEBHOOK_RETENTION_MS,
+    failedRetentionMs: e.WEBHOOK_FAILED_RETENTION_MS,
   };
 }
 
@@ -370,6 +410,16 @@ function isWebhookSecret(secret: string): boolean {
   if (bytes < WEBHOOK_SECRET_BYTES.min || bytes > WEBHOOK_SECRET_BYTES.max) return false;
   try {
     new Webhook(secret);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether c-ares takes these as name servers (its own parser: addresses, optional ports). */
+function areNameServers(servers: string[]): boolean {
+  try {
+    new Resolver().setServers(servers);
     return true;
   } catch {
     return false;

@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
  * A counter and a histogram for the metrics recorded on every request, registered in a prom-client
  * `Registry` like its own metrics and exposed in the same text. prom-client's `inc`/`observe`
  * check and hash their labels object at every call (about a microsecond each, three a request:
- * see the README's performance notes); here a caller looks up its series once by label values
+ * see "Where the time goes" in bench/README.md); here a caller looks up its series once by label values
  * (`series(...)`, a Map lookup) and records into it with a few additions.
  */
 abstract class SeriesMetric<Data> {

@@ -20,6 +20,7 @@ import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
 import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './token-refresh.ts';
+import { createEndpointResolver } from './webhooks/dns.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { generatedSecretsKey, secretBox } from './webhooks/secrets.ts';
 import { type DeliveryWorker, startDeliveryWorker } from './webhooks/worker.ts';
@@ -223,7 +224,8 @@ async function listen(server: Server, config: Config): Promise<string> {
  * without it there is none (instances must share one): the endpoint operations answer 503.
  */
 function endpointSettings(config: Config, log: Logger): EndpointSettings {
-  const { secretsKey, allowPrivateUrls, perToken, secretOverlapMs } = config.webhookEndpoints;
+  const { secretsKey, allowPrivateUrls, perToken, secretOverlapMs, pendingPerEndpoint, dns } =
+    config.webhookEndpoints;
   let key = secretsKey;
   if (key === undefined && config.store.kind === 'sqlite') {
     key = generatedSecretsKey(join(dirname(resolve(config.store.path)), 'webhook-secrets.key'));
@@ -238,6 +240,9 @@ function endpointSettings(config: Config, log: Logger): EndpointSettings {
     policy: { allowPrivate: allowPrivateUrls },
     perToken,
     overlapMs: secretOverlapMs,
+    pendingPerEndpoint,
+    resolver: createEndpointResolver(dns),
+    dnsTimeoutMs: dns.timeoutMs,
   };
 }
 

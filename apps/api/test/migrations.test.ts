@@ -192,6 +192,13 @@ const POSTGRES_ENDPOINTS = [
   'index webhook_endpoints_owner: CREATE INDEX webhook_endpoints_owner ON public.webhook_endpoints USING btree (owner, created_at)',
   'index webhook_endpoints_pkey: CREATE UNIQUE INDEX webhook_endpoints_pkey ON public.webhook_endpoints USING btree (id)',
 ];
+/** What version 9 (failed deliveries pruned by the time they failed) adds, per store. */
+const SQLITE_FAILED_AT = [
+  "index webhook_deliveries_failed_at: CREATE INDEX webhook_deliveries_failed_at ON webhook_deliveries (updated_at) WHERE status = 'failed'",
+];
+const POSTGRES_FAILED_AT = [
+  "index webhook_deliveries_failed_at: CREATE INDEX webhook_deliveries_failed_at ON public.webhook_deliveries USING btree (updated_at) WHERE (status = 'failed'::text)",
+];
 /** The released lines version 7 replaces. */
 const CHANGED_BY_ENDPOINTS = ['index webhook_deliveries_due_by_url:', 'table webhook_deliveries:'];
 const unchanged = (lines: string[]) =>
@@ -199,7 +206,12 @@ const unchanged = (lines: string[]) =>
 
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: [...unchanged(SQLITE_RELEASED), ...SQLITE_EVENT_LOG, ...SQLITE_ENDPOINTS].sort(),
+  current: [
+    ...unchanged(SQLITE_RELEASED),
+    ...SQLITE_EVENT_LOG,
+    ...SQLITE_ENDPOINTS,
+    ...SQLITE_FAILED_AT,
+  ].sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -229,7 +241,12 @@ const sqliteLeg: Leg = {
 
 const postgresLeg: Leg = {
   name: 'PostgreSQL',
-  current: [...unchanged(POSTGRES_RELEASED), ...POSTGRES_EVENT_LOG, ...POSTGRES_ENDPOINTS].sort(),
+  current: [
+    ...unchanged(POSTGRES_RELEASED),
+    ...POSTGRES_EVENT_LOG,
+    ...POSTGRES_ENDPOINTS,
+    ...POSTGRES_FAILED_AT,
+  ].sort(),
   async open() {
     const store = await postgresTestStore.setup();
     const url = store.env.DATABASE_URL!;

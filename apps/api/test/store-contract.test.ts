@@ -4,7 +4,12 @@ import type { NewPlant } from '@plant-store/schema';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { type NewDelivery, type PlantStore, StoreUnavailableError } from '../src/store/store.ts';
+import {
+  type EndpointDelivery,
+  type NewDelivery,
+  type PlantStore,
+  StoreUnavailableError,
+} from '../src/store/store.ts';
 import { newPlantWebhook } from '../src/webhooks/event.ts';
 import { TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
@@ -558,6 +563,34 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(await claimB(store)).toHaveLength(4);
     });
 
+    it('prunes failed deliveries by the time they failed, oldest first, at most `limit` at a time, and nothing else', async () => {
+      await Promise.all(Array.from({ length: 6 }, (_, i) => create({ id: BigInt(i), name: 'Fern' })));
+      const [early, ...rest] = await claimA(store);
+      await store.deliveries.markFailed(early!.id, 'HTTP 500');
+      await sleep(60);
+      // Failed later: not yet past a retention measured from their failure, though enqueued as early.
+      for (const delivery of rest.slice(0, 3)) await store.deliveries.markFailed(delivery.id, 'HTTP 500');
+      const delivered = await claimB(store);
+      await store.deliveries.markDelivered(delivered.map((delivery) => delivery.id));
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 2, delivered: 6, failed: 4 });
+
+      expect(await store.deliveries.pruneFailed({ olderThanMs: 60_000, limit: 100 })).toBe(0);
+      expect(await store.deliveries.pruneFailed({ olderThanMs: 40, limit: 100 })).toBe(1);
+      const kept = (await store.deliveries.listFailed({ limit: 10 })).map((delivery) => delivery.id);
+      expect(kept.sort()).toStrictEqual(
+        rest
+          .slice(0, 3)
+          .map((delivery) => delivery.id)
+          .sort(),
+      );
+      await sleep(60);
+      expect(await store.deliveries.pruneFailed({ olderThanMs: 40, limit: 2 })).toBe(2);
+      expect(await store.deliveries.pruneFailed({ olderThanMs: 40, limit: 100 })).toBe(1);
+      expect(await store.deliveries.pruneFailed({ olderThanMs: 0, limit: 100 })).toBe(0);
+      // Delivered and pending rows are left to their own rules.
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 2, delivered: 6, failed: 0 });
+    });
+
     it('never hands one delivery to two claims at once, across two handles', async () => {
       const other = await open();
       try {
@@ -588,6 +621,8 @@ describe.each(testStores())('the $name store', (testStore) => {
       secret: `sealed-${n}`,
     });
     const max = { maxPerOwner: 3 };
+    /** Room for any number of pending deliveries in these tests. */
+    const ROOM = { maxPending: 1_000 };
 
     it('registers up to the limit per owner, and reads only the owner’s (any owner’s without one)', async () => {
       for (const n of [1, 2, 3])
@@ -663,13 +698,16 @@ describe.each(testStores())('the $name store', (testStore) => {
       });
       expect(claimed!.id).toMatch(/^msg_[0-9a-f]{32}$/);
       await store.deliveries.markFailed(claimed!.id, 'HTTP 410', 410);
-      const ping = await store.deliveries.enqueue({
-        id: `msg_${'1'.repeat(32)}`,
-        endpointId: endpoint(1).id,
-        url: 'http://127.0.0.1:9/1',
-        event: 'webhook.ping',
-        payload: '{}',
-      });
+      const ping = (await store.deliveries.enqueue(
+        {
+          id: `msg_${'1'.repeat(32)}`,
+          endpointId: endpoint(1).id,
+          url: 'http://127.0.0.1:9/1',
+          event: 'webhook.ping',
+          payload: '{}',
+        },
+        ROOM,
+      )) as EndpointDelivery;
       expect(ping).toMatchObject({
         event: 'webhook.ping',
         status: 'pending',
@@ -702,16 +740,16 @@ describe.each(testStores())('the $name store', (testStore) => {
         await store.deliveries.listForEndpoint({ endpointId: endpoint(2).id, limit: 10, before: ping.id }),
       ).toBeUndefined();
       expect(
-        await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(2).id }),
+        await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(2).id, ...ROOM }),
       ).toBeUndefined();
-      expect(await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(1).id })).toMatchObject(
-        {
-          status: 'pending',
-          attempts: 0,
-          lastResponseCode: null,
-          lastError: null,
-        },
-      );
+      expect(
+        await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(1).id, ...ROOM }),
+      ).toMatchObject({
+        status: 'pending',
+        attempts: 0,
+        lastResponseCode: null,
+        lastError: null,
+      });
       expect(await store.webhookEndpoints.summaries({})).toMatchObject([
         { id: endpoint(1).id, owner: 'alice', pending: 2, failed: 0 },
         { id: endpoint(2).id, pending: 1, failed: 0 },
@@ -728,18 +766,127 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);
     });
 
+    it('caps pending deliveries per endpoint for enqueue and redeliver, counting only that endpoint’s pending ones', async () => {
+      await store.webhookEndpoints.create(endpoint(1), max);
+      await store.webhookEndpoints.create(endpoint(2), max);
+      const ping = (n: number, endpointId = endpoint(1).id) =>
+        store.deliveries.enqueue(
+          {
+            id: `msg_${String(n).padStart(32, '0')}`,
+            endpointId,
+            url: 'http://127.0.0.1:9/1',
+            event: 'webhook.ping',
+            payload: '{}',
+          },
+          { maxPending: 3 },
+        );
+      const first = (await ping(1)) as EndpointDelivery;
+      expect(first).toMatchObject({ status: 'pending' });
+      expect(await ping(2)).toMatchObject({ status: 'pending' });
+      // A create's fan-out is not capped: the third pending row comes from a create.
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+      expect(await ping(3)).toBe('full');
+      // The other endpoint has its own count.
+      expect(await ping(4, endpoint(2).id)).toMatchObject({ status: 'pending' });
+      expect(
+        await store.deliveries.redeliver({ id: first.id, endpointId: endpoint(1).id, maxPending: 3 }),
+      ).toBe('full');
+      // An unknown delivery is unknown (404), whatever the count.
+      expect(
+        await store.deliveries.redeliver({ id: 'msg_nope', endpointId: endpoint(1).id, maxPending: 3 }),
+      ).toBeUndefined();
+      // Once one is no longer pending there is room again, for one.
+      const [claimed] = await store.deliveries.claim({
+        endpointId: endpoint(1).id,
+        limit: 1,
+        leaseMs: 60_000,
+      });
+      await store.deliveries.markFailed(claimed!.id, 'HTTP 500', 500);
+      expect(
+        await store.deliveries.redeliver({ id: claimed!.id, endpointId: endpoint(1).id, maxPending: 3 }),
+      ).toMatchObject({ id: claimed!.id, status: 'pending', attempts: 0 });
+      expect(await ping(5)).toBe('full');
+      const rows = await instance.rows(
+        `SELECT endpoint_id, count(*) AS n FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint_id ORDER BY endpoint_id`,
+      );
+      expect(rows.map((row) => [row.endpoint_id, Number(row.n)])).toStrictEqual([
+        [endpoint(1).id, 3],
+        [endpoint(2).id, 2],
+      ]);
+    });
+
+    it('never passes the pending cap with concurrent pings and redeliveries, across two handles', async () => {
+      await store.webhookEndpoints.create(endpoint(1), max);
+      const other = await open();
+      try {
+        const failed: string[] = [];
+        for (let n = 0; n < 10; n++) {
+          const id = `msg_${String(100 + n).padStart(32, '0')}`;
+          await store.deliveries.enqueue(
+            {
+              id,
+              endpointId: endpoint(1).id,
+              url: 'http://127.0.0.1:9/1',
+              event: 'webhook.ping',
+              payload: '{}',
+            },
+            ROOM,
+          );
+          failed.push(id);
+        }
+        for (const delivery of await store.deliveries.claim({
+          endpointId: endpoint(1).id,
+          limit: 10,
+          leaseMs: 60_000,
+        }))
+          await store.deliveries.markFailed(delivery.id, 'HTTP 500');
+        // 20 pings and a redelivery of each failed delivery, alternating between the handles.
+        const outcomes = await Promise.all(
+          Array.from({ length: 30 }, (_, n) => {
+            const handle = n % 2 === 0 ? store : other;
+            return n < 20
+              ? handle.deliveries.enqueue(
+                  {
+                    id: `msg_${String(n).padStart(32, '0')}`,
+                    endpointId: endpoint(1).id,
+                    url: 'http://127.0.0.1:9/1',
+                    event: 'webhook.ping',
+                    payload: '{}',
+                  },
+                  { maxPending: 7 },
+                )
+              : handle.deliveries.redeliver({
+                  id: failed[n - 20]!,
+                  endpointId: endpoint(1).id,
+                  maxPending: 7,
+                });
+          }),
+        );
+        expect(outcomes.filter((outcome) => outcome !== 'full' && outcome !== undefined)).toHaveLength(7);
+        const [{ n }] = (await instance.rows(
+          `SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`,
+        )) as [{ n: unknown }];
+        expect(Number(n)).toBe(7);
+      } finally {
+        await other.close();
+      }
+    });
+
     it('lists an endpoint’s deliveries newest first in the order they were enqueued, even within one millisecond', async () => {
       await store.webhookEndpoints.create(endpoint(2), max);
       const ids: string[] = [];
       for (let i = 0; i < 12; i++) {
         const id = `msg_${randomBytes(16).toString('hex')}`;
-        await store.deliveries.enqueue({
-          id,
-          endpointId: endpoint(2).id,
-          url: 'http://127.0.0.1:9/2',
-          event: 'webhook.ping',
-          payload: '{}',
-        });
+        await store.deliveries.enqueue(
+          {
+            id,
+            endpointId: endpoint(2).id,
+            url: 'http://127.0.0.1:9/2',
+            event: 'webhook.ping',
+            payload: '{}',
+          },
+          ROOM,
+        );
         ids.push(id);
       }
       const newestFirst = [...ids].reverse();
@@ -757,8 +904,14 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('discards what was enqueued for an endpoint that no longer exists, and nothing of one that does', async () => {
       await store.webhookEndpoints.create(endpoint(2), max);
       const orphan = { url: 'http://127.0.0.1:9/x', event: 'webhook.ping' as const, payload: '{}' };
-      await store.deliveries.enqueue({ ...orphan, id: `msg_${'2'.repeat(32)}`, endpointId: endpoint(9).id });
-      await store.deliveries.enqueue({ ...orphan, id: `msg_${'3'.repeat(32)}`, endpointId: endpoint(2).id });
+      await store.deliveries.enqueue(
+        { ...orphan, id: `msg_${'2'.repeat(32)}`, endpointId: endpoint(9).id },
+        ROOM,
+      );
+      await store.deliveries.enqueue(
+        { ...orphan, id: `msg_${'3'.repeat(32)}`, endpointId: endpoint(2).id },
+        ROOM,
+      );
       expect(await store.deliveries.discardOrphans(endpoint(2).id)).toBe(0);
       expect(await store.deliveries.discardOrphans(endpoint(9).id)).toBe(1);
       expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);

@@ -80,7 +80,7 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     const [opened] = await waitForLogs(api, 'webhook subscriber circuit opened', 1, 10_000);
     expect(opened).toMatchObject({
       level: 40,
-      url: `${blackHole.url}/hook`,
+      url: blackHole.url,
       failures: 5,
       retryInMs: 30_000,
     });
@@ -115,7 +115,7 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     }
 
     const [opened] = await waitForLogs(api, 'webhook subscriber circuit opened');
-    expect(opened).toMatchObject({ level: 40, url: `${subscriber.url}/hook`, failures: 3, retryInMs: 1_500 });
+    expect(opened).toMatchObject({ level: 40, url: subscriber.url, failures: 3, retryInMs: 1_500 });
     expect(subscriber.received).toHaveLength(3);
     // Open: nothing is attempted during the cooldown.
     await sleep(1_000);
@@ -128,7 +128,7 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     answer = 200;
     // The next trial succeeds: the breaker closes and everything pending is delivered.
     const [closed] = await waitForLogs(api, 'webhook subscriber circuit closed', 1, 5_000);
-    expect(closed).toMatchObject({ level: 30, url: `${subscriber.url}/hook` });
+    expect(closed).toMatchObject({ level: 30, url: subscriber.url });
     await until(async () => (await store.deliveries()).every((delivery) => delivery.status === 'delivered'));
 
     const at = subscriber.received.map((request) => request.at);
@@ -183,11 +183,12 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     expect(metrics).not.toContain('plant_store_webhook_outbox_depth{status="delivered"}');
   }, 30_000);
 
-  it("never writes a URL's credentials or query into an error, a log line or `webhooks failed`", async () => {
+  it("never writes a URL's credentials, path or query into an error, a log line or `webhooks failed`", async () => {
     const store = await setup(testStore);
     const port = await freePort();
-    // An outbox row for a URL with credentials, as an older version could have enqueued.
-    const leaked = `http://plant-user:secret-pass@127.0.0.1:${port}/hook?token=query-secret`;
+    // An outbox row for a URL with credentials, as an older version could have enqueued, and a
+    // path that carries a secret as Slack's incoming webhooks do.
+    const leaked = `http://plant-user:secret-pass@127.0.0.1:${port}/services/T0/B0/path-secret?token=query-secret`;
     const direct = await openStore(loadConfig({ ...store.env, API_TOKENS: TOKEN }).store);
     const fern = { id: 7n, name: 'Fern' };
     expect(await direct.create(fern, newPlantWebhook([leaked]).deliveriesFor(fern))).toBe(true);
@@ -203,14 +204,18 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
       WEBHOOK_SECRET: secret,
     });
     const [failed] = await waitForLogs(api, 'webhook delivery failed');
-    const redacted = `http://127.0.0.1:${port}/hook`;
+    const redacted = `http://127.0.0.1:${port}`;
     const error = `request failed (Request cannot be constructed from a URL that includes credentials: ${redacted})`;
     expect(failed).toMatchObject({ level: 50, url: redacted, attempt: 2, error });
 
     const { stdout, stderr } = await listFailed(store.env);
     expect(parseJson(stdout.trim())).toMatchObject({ url: redacted, lastError: error, attempts: 2n });
-    for (const text of [api.logs.join('\n'), stdout, stderr]) {
-      for (const secretPart of ['plant-user', 'secret-pass', 'query-secret']) {
+    // `last_error` is stored redacted too (the row's url is what is sent, and never shown).
+    expect(await store.rows('SELECT last_error FROM webhook_deliveries')).toStrictEqual([
+      { last_error: error },
+    ]);
+    for (const text of [api.logs.join('\n'), stdout, stderr, await metricsText(api)]) {
+      for (const secretPart of ['plant-user', 'secret-pass', 'path-secret', 'query-secret']) {
         expect(text).not.toContain(secretPart);
       }
     }

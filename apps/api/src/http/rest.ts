@@ -50,7 +50,7 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
 /**
  * Serves the REST routes with the registry's operations, which the tRPC procedures run too: the same authentication,
  * input schema and `run` as /trpc, without tRPC's per-call machinery (a Fetch Request and several
- * object spreads per call; see the performance notes in the README). Order of checks: route, token
+ * object spreads per call; see "Where the time goes" in bench/README.md). Order of checks: route, token
  * and scope, Idempotency-Key, body or parameters, validation, store. Errors are thrown to the error
  * middleware. A keyed request whose answer is stored gets it again, with `Idempotent-Replayed: true`.
  */

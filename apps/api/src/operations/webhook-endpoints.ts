@@ -20,7 +20,8 @@ import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
 import { newWebhookId } from '../webhooks/event.ts';
 import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
-import { checkEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
+import { LookupsBusyError } from '../webhooks/lookup-slots.ts';
+import { checkEndpointUrl, parseEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
 import { PROTECTED_ERRORS } from './plants.ts';
 
 const TAGS = ['webhook-endpoints'];
@@ -37,6 +38,25 @@ const NOT_FOUND = {
   404: 'There is no webhook endpoint with this id among this token’s',
   400: 'The id is malformed',
 };
+
+/** A ping or redelivery past WEBHOOK_PENDING_PER_ENDPOINT. */
+const PENDING_FULL = {
+  429: 'The endpoint has the most pending deliveries allowed (WEBHOOK_PENDING_PER_ENDPOINT); retry after Retry-After',
+};
+
+/**
+ * When to try again past the pending cap: pending deliveries leave as they are delivered or fail,
+ * which no answer can predict; a minute is long enough not to spin and short enough to notice.
+ */
+const PENDING_RETRY_AFTER_SECONDS = 60;
+
+function pendingFull(id: string, max: number): never {
+  throw new ApiError(
+    'rate_limited',
+    `Webhook endpoint ${id} has ${max} pending deliveries, the most allowed; retry once some are delivered or have failed.`,
+    { headers: { 'Retry-After': String(PENDING_RETRY_AFTER_SECONDS) } },
+  );
+}
 
 function noSuchEndpoint(id: string): never {
   throw new ApiError('not_found', `There is no webhook endpoint with id ${id}.`);
@@ -83,6 +103,30 @@ function presentDelivery(delivery: EndpointDelivery): WebhookDelivery {
   };
 }
 
+function tooManyEndpoints(perToken: number): never {
+  throw new ApiError(
+    'conflict',
+    `This token already has ${perToken} webhook endpoints, the most allowed; delete one first.`,
+  );
+}
+
+/** 429 when the token's own lookups fill its slots, 503 when the instance's are all taken. */
+function lookupsBusy(error: LookupsBusyError, timeoutMs: number): ApiError {
+  // A slot frees at the latest when a lookup in flight hits its time bound.
+  const headers = { 'Retry-After': String(Math.ceil(timeoutMs / 1000)) };
+  return error.scope === 'token'
+    ? new ApiError(
+        'rate_limited',
+        'This token has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY_PER_TOKEN); retry later.',
+        { headers },
+      )
+    : new ApiError(
+        'busy',
+        'This instance has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY); retry later.',
+        { headers },
+      );
+}
+
 export const createWebhookEndpoint = defineOperation({
   scope: 'webhooks',
   openapi: {
@@ -101,34 +145,36 @@ export const createWebhookEndpoint = defineOperation({
       409: 'The token already has the most endpoints allowed (WEBHOOK_ENDPOINTS_PER_TOKEN)',
       413: 'The body is larger than the limit',
       415: 'The body is not application/json',
+      429: 'This token has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY_PER_TOKEN); retry after Retry-After',
       ...ENDPOINT_ERRORS,
+      503: 'The store is unavailable, no WEBHOOK_SECRETS_KEY is configured (PostgreSQL), or this instance has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY); retry after Retry-After',
     },
   },
   input: NewWebhookEndpointSchema,
   output: CreatedWebhookEndpointSchema,
   async run(ctx, { url, description }): Promise<CreatedWebhookEndpoint> {
-    const { box, policy, perToken } = settingsOf(ctx);
+    const { box, policy, perToken, resolver, dnsTimeoutMs } = settingsOf(ctx);
+    const owner = ctx.principal.tokenName;
     try {
-      await checkEndpointUrl(url, policy);
+      parseEndpointUrl(url, policy);
+      // The cap before any lookup, so a token at its cap makes none (the insert checks it again, atomically).
+      const owned = await storeCall(() => ctx.store.webhookEndpoints.list(owner));
+      if (owned.length >= perToken) tooManyEndpoints(perToken);
+      await checkEndpointUrl(url, policy, resolver.forRegistration(owner), dnsTimeoutMs);
     } catch (error) {
       if (error instanceof UnsafeUrlError) throw new ApiError('bad_request', error.message);
+      if (error instanceof LookupsBusyError) throw lookupsBusy(error, dnsTimeoutMs);
       throw error;
     }
     const id = newEndpointId();
     const secret = newEndpointSecret();
-    const owner = ctx.principal.tokenName;
     const created = await storeCall(() =>
       ctx.store.webhookEndpoints.create(
         { id, owner, url, description: description ?? null, secret: box.seal(secret, id) },
         { maxPerOwner: perToken },
       ),
     );
-    if (!created) {
-      throw new ApiError(
-        'conflict',
-        `This token already has ${perToken} webhook endpoints, the most allowed; delete one first.`,
-      );
-    }
+    if (!created) tooManyEndpoints(perToken);
     return { ...present(created), secret };
   },
   rest: { status: 201 },
@@ -238,7 +284,7 @@ export const listWebhookDeliveries = defineOperation({
     description:
       'The endpoint’s deliveries, newest first, with their latest attempt, one page at a time. While more ' +
       'remain, the answer has a `Link: <…>; rel="next"` header with the next page. Delivered ones are kept ' +
-      'for WEBHOOK_RETENTION_MS.',
+      'for WEBHOOK_RETENTION_MS, failed ones for WEBHOOK_FAILED_RETENTION_MS.',
     tags: TAGS,
     successDescription: 'A page of deliveries',
     responseHeaders: z.object({
@@ -288,7 +334,8 @@ export const redeliverWebhook = defineOperation({
     summary: 'Deliver again',
     description:
       'Makes the delivery pending and due now, whatever its status, with a fresh schedule of attempts. It ' +
-      'keeps its `webhook-id`, so a receiver that saw it already can tell.',
+      'keeps its `webhook-id`, so a receiver that saw it already can tell. Refused (429) while the endpoint ' +
+      'has WEBHOOK_PENDING_PER_ENDPOINT pending deliveries.',
     tags: TAGS,
     successDescription: 'The delivery, pending',
     errorResponses: {
@@ -296,19 +343,21 @@ export const redeliverWebhook = defineOperation({
       ...ENDPOINT_ERRORS,
       404: 'There is no such endpoint among this token’s, or no such delivery of it',
       400: 'A malformed id or delivery id',
+      ...PENDING_FULL,
     },
   },
   input: WebhookDeliveryParamsSchema,
   output: WebhookDeliverySchema,
   async run(ctx, { id, deliveryId }): Promise<WebhookDelivery> {
-    settingsOf(ctx);
+    const { pendingPerEndpoint } = settingsOf(ctx);
     await ownEndpoint(ctx, id);
     const delivery = await storeCall(() =>
-      ctx.store.deliveries.redeliver({ id: deliveryId, endpointId: id }),
+      ctx.store.deliveries.redeliver({ id: deliveryId, endpointId: id, maxPending: pendingPerEndpoint }),
     );
     if (delivery === undefined) {
       throw new ApiError('not_found', `Webhook endpoint ${id} has no delivery with id ${deliveryId}.`);
     }
+    if (delivery === 'full') pendingFull(id, pendingPerEndpoint);
     return presentDelivery(delivery);
   },
   rest: { status: 202 },
@@ -323,15 +372,16 @@ export const pingWebhookEndpoint = defineOperation({
     summary: 'Send a test event',
     description:
       'Enqueues a `webhook.ping` delivery to the endpoint: `{"type":"webhook.ping","endpointId":…,"timestamp":…}`, ' +
-      'signed and retried like any other.',
+      'signed and retried like any other. Refused (429) while the endpoint has WEBHOOK_PENDING_PER_ENDPOINT ' +
+      'pending deliveries.',
     tags: TAGS,
     successDescription: 'The ping delivery, pending',
-    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS },
+    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS, ...PENDING_FULL },
   },
   input: WebhookEndpointParamsSchema,
   output: WebhookDeliverySchema,
   async run(ctx, { id }): Promise<WebhookDelivery> {
-    settingsOf(ctx);
+    const { pendingPerEndpoint } = settingsOf(ctx);
     const endpoint = await ownEndpoint(ctx, id);
     const payload = stringifyJson({
       type: 'webhook.ping',
@@ -339,14 +389,12 @@ export const pingWebhookEndpoint = defineOperation({
       timestamp: new Date().toISOString(),
     });
     const delivery = await storeCall(() =>
-      ctx.store.deliveries.enqueue({
-        id: newWebhookId(),
-        endpointId: id,
-        url: endpoint.url,
-        event: 'webhook.ping',
-        payload,
-      }),
+      ctx.store.deliveries.enqueue(
+        { id: newWebhookId(), endpointId: id, url: endpoint.url, event: 'webhook.ping', payload },
+        { maxPending: pendingPerEndpoint },
+      ),
     );
+    if (delivery === 'full') pendingFull(id, pendingPerEndpoint);
     return presentDelivery(delivery);
   },
   rest: { status: 202 },

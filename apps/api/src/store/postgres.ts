@@ -202,6 +202,32 @@ const PRUNE = `
     FOR UPDATE SKIP LOCKED
   )`;
 
+/** The same for failed deliveries, by the time they failed (see migration 9). */
+const PRUNE_FAILED = `
+  DELETE FROM webhook_deliveries WHERE id IN (
+    SELECT id FROM webhook_deliveries
+    WHERE status = 'failed' AND updated_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY updated_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )`;
+
+/**
+ * Whether endpoint `$1` has fewer than `$2` pending deliveries: reads at most `$2` entries of
+ * webhook_deliveries_due_by_endpoint. Run holding `PENDING_LOCK_KEY` for the endpoint, in a
+ * statement after the lock's, so that its snapshot sees every change committed before it.
+ */
+const HAS_ROOM = `
+  (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT $2) AS p) < $2`;
+
+/**
+ * The advisory lock a ping or a redelivery holds while it counts an endpoint's pending deliveries
+ * and adds one, so concurrent ones (on any instance) never pass WEBHOOK_PENDING_PER_ENDPOINT
+ * together: any fixed int4 no other application takes, with the endpoint id's hash as the second key.
+ * Creates' fan-out neither takes it nor is capped.
+ */
+const PENDING_LOCK_KEY = 723491774;
+
 /**
  * A page of `list`, bounded by the server: of the first `$1` plants matching `where`, only those
  * whose running total of name and tag bytes stays within `$2` (and always the first) are sent, so
@@ -726,29 +752,40 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           [id, error, responseCode ?? null],
         );
       }),
-    enqueue: async ({ id, endpointId, url, event, payload }) =>
-      (
-        await rowsOf(
-          'deliveries-enqueue',
-          `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload) VALUES ($1, $2, $3, $4, $5)
-           RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`,
-          [id, endpointId, url, event, payload],
-          fromRow.toEndpointDelivery,
-        )
-      )[0]!,
-    redeliver: async ({ id, endpointId }) =>
-      (
-        await rowsOf(
-          'deliveries-redeliver',
-          `UPDATE webhook_deliveries
-           SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL,
-               last_response_code = NULL, updated_at = now()
-           WHERE id = $1 AND endpoint_id = $2
-           RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`,
-          [id, endpointId],
-          fromRow.toEndpointDelivery,
-        )
-      )[0],
+    enqueue: ({ id, endpointId, url, event, payload }, { maxPending }) =>
+      call(() =>
+        transaction(async (run) => {
+          await run('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PENDING_LOCK_KEY, endpointId]);
+          const { rows } = await run<fromRow.EndpointDeliveryRow>(
+            `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
+             SELECT $3, $1, $4, $5, $6 WHERE ${HAS_ROOM}
+             RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`,
+            [endpointId, maxPending, id, url, event, payload],
+          );
+          return rows[0] === undefined ? 'full' : fromRow.toEndpointDelivery(rows[0]);
+        }),
+      ),
+    redeliver: ({ id, endpointId, maxPending }) =>
+      call(() =>
+        transaction(async (run) => {
+          await run('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PENDING_LOCK_KEY, endpointId]);
+          const { rows } = await run<fromRow.EndpointDeliveryRow & { room: boolean }>(
+            `SELECT ${HAS_ROOM} AS room FROM webhook_deliveries WHERE id = $3 AND endpoint_id = $1`,
+            [endpointId, maxPending, id],
+          );
+          if (rows[0] === undefined) return undefined;
+          if (!rows[0].room) return 'full';
+          const updated = await run<fromRow.EndpointDeliveryRow>(
+            `UPDATE webhook_deliveries
+             SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL,
+                 last_response_code = NULL, updated_at = now()
+             WHERE id = $1 AND endpoint_id = $2
+             RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`,
+            [id, endpointId],
+          );
+          return fromRow.toEndpointDelivery(updated.rows[0]!);
+        }),
+      ),
     listForEndpoint: ({ endpointId, limit, before }) =>
       call(async () => {
         let rows: fromRow.EndpointDeliveryRow[];
@@ -821,6 +858,11 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     prune: ({ olderThanMs, limit }) =>
       call(async () => {
         const { rowCount } = await query('deliveries-prune', PRUNE, [olderThanMs, limit]);
+        return rowCount ?? 0;
+      }),
+    pruneFailed: ({ olderThanMs, limit }) =>
+      call(async () => {
+        const { rowCount } = await query('deliveries-prune-failed', PRUNE_FAILED, [olderThanMs, limit]);
         return rowCount ?? 0;
       }),
   };

@@ -55,13 +55,14 @@ type Write =
   | { pruneKeys: { olderThanMs: number; limit: number } }
   | { claim: Subscriber & { limit: number; leaseMs: number } }
   | { prune: { olderThanMs: number; limit: number } }
+  | { pruneFailed: { olderThanMs: number; limit: number } }
   | { pruneEvents: { olderThanMs: number; limit: number } }
   | { delivered: readonly string[]; responseCodes?: readonly number[] }
   | { release: readonly Pick<Delivery, 'id' | 'attempts'>[] }
   | { retry: { id: string; delayMs: number; error: string; responseCode?: number } }
   | { failed: { id: string; error: string; responseCode?: number } }
-  | { enqueue: NewDelivery & { endpointId: string; event: DeliveryEvent } }
-  | { redeliver: { id: string; endpointId: string } }
+  | { enqueue: NewDelivery & { endpointId: string; event: DeliveryEvent }; maxPending: number }
+  | { redeliver: { id: string; endpointId: string; maxPending: number } }
   | { discardOrphans: string }
   | { addEndpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>; max: number }
   | { deleteEndpoint: { id: string; owner: string } }
@@ -307,10 +308,13 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     release: (claims) => write({ release: claims }),
     retry: (id, options) => write({ retry: { id, ...options } }),
     markFailed: (id, error, responseCode) => write({ failed: { id, error, responseCode } }),
-    enqueue: async (delivery) => toEndpointDelivery(await write<EndpointDeliveryRow>({ enqueue: delivery })),
+    enqueue: async (delivery, { maxPending }) => {
+      const row = await write<EndpointDeliveryRow | 'full'>({ enqueue: delivery, maxPending });
+      return row === 'full' ? row : toEndpointDelivery(row);
+    },
     redeliver: async (options) => {
-      const row = await write<EndpointDeliveryRow | undefined>({ redeliver: options });
-      return row && toEndpointDelivery(row);
+      const row = await write<EndpointDeliveryRow | 'full' | undefined>({ redeliver: options });
+      return row === 'full' ? row : row && toEndpointDelivery(row);
     },
     listForEndpoint: ({ endpointId, limit, before }) =>
       read(() => {
@@ -342,6 +346,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
         return { pending: Number(row.pending), failed: Number(row.failed) };
       }),
     prune: (options) => write({ prune: options }),
+    pruneFailed: (options) => write({ pruneFailed: options }),
   };
 
   const events: EventLog = {
@@ -528,6 +533,16 @@ function writer(db: Database.Database): (write: Write) => unknown {
     SET status = 'pending', attempts = 0, next_attempt_at = @now, last_error = NULL, last_response_code = NULL, updated_at = @now
     WHERE id = @id AND endpoint_id = @endpointId
     RETURNING ${ENDPOINT_DELIVERY_COLUMNS}`);
+  // Reads at most `max` entries of webhook_deliveries_due_by_endpoint, however many are pending.
+  const pendingOf = db
+    .prepare<{ endpointId: string; max: number }, bigint>(
+      `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries
+       WHERE endpoint_id = @endpointId AND status = 'pending' LIMIT @max)`,
+    )
+    .pluck(true);
+  const isDeliveryOf = db.prepare<[string, string], { one: bigint }>(
+    'SELECT 1 AS one FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?',
+  );
   const discardOrphans = db.prepare<[string, string]>(
     'DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ?)',
   );
@@ -552,6 +567,11 @@ function writer(db: Database.Database): (write: Write) => unknown {
   const prune = db.prepare<{ before: number; limit: number }>(`
     DELETE FROM webhook_deliveries WHERE id IN (
       SELECT id FROM webhook_deliveries WHERE status = 'delivered' AND updated_at < @before
+      ORDER BY updated_at LIMIT @limit
+    )`);
+  const pruneFailed = db.prepare<{ before: number; limit: number }>(`
+    DELETE FROM webhook_deliveries WHERE id IN (
+      SELECT id FROM webhook_deliveries WHERE status = 'failed' AND updated_at < @before
       ORDER BY updated_at LIMIT @limit
     )`);
   // The ids (and their response codes) as one JSON array of pairs: one statement however many.
@@ -622,11 +642,19 @@ function writer(db: Database.Database): (write: Write) => unknown {
         ? claimForUrl.all({ subscriber: write.claim.url, ...options })
         : claimForEndpoint.all({ subscriber: write.claim.endpointId, ...options });
     }
+    // The write lock makes each count and its change one step.
+    const full = (endpointId: string, max: number) => pendingOf.get({ endpointId, max })! >= BigInt(max);
     if ('enqueue' in write) {
       const { id, endpointId, url, event, payload } = write.enqueue;
+      if (full(endpointId, write.maxPending)) return 'full';
       return enqueueToEndpoint.get({ id, endpointId, url, event, payload, now });
     }
-    if ('redeliver' in write) return redeliver.get({ ...write.redeliver, now });
+    if ('redeliver' in write) {
+      const { id, endpointId, maxPending } = write.redeliver;
+      if (isDeliveryOf.get(id, endpointId) === undefined) return undefined;
+      if (full(endpointId, maxPending)) return 'full';
+      return redeliver.get({ id, endpointId, now });
+    }
     if ('discardOrphans' in write)
       return discardOrphans.run(write.discardOrphans, write.discardOrphans).changes;
     if ('addEndpoint' in write) {
@@ -645,6 +673,10 @@ function writer(db: Database.Database): (write: Write) => unknown {
     }
     if ('prune' in write)
       return prune.run({ before: now - write.prune.olderThanMs, limit: write.prune.limit }).changes;
+    if ('pruneFailed' in write) {
+      const { olderThanMs, limit } = write.pruneFailed;
+      return pruneFailed.run({ before: now - olderThanMs, limit }).changes;
+    }
     if ('delivered' in write) {
       const codes = write.responseCodes;
       delivered.run(now, JSON.stringify(write.delivered.map((id, i) => [id, codes?.[i] ?? null])));

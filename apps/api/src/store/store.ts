@@ -230,14 +230,27 @@ export interface DeliveryOutbox {
   retry(id: string, options: { delayMs: number; error: string; responseCode?: number }): Promise<void>;
   /** Stops retrying: the delivery is kept as failed, with the last attempt's error (and status). */
   markFailed(id: string, error: string, responseCode?: number): Promise<void>;
-  /** Enqueues one delivery to a registered endpoint (a ping): pending, due at once. */
-  enqueue(delivery: NewDelivery & { endpointId: string; event: DeliveryEvent }): Promise<EndpointDelivery>;
+  /**
+   * Enqueues one delivery to a registered endpoint (a ping): pending, due at once; `'full'`, adding
+   * nothing, when the endpoint already has `maxPending` pending deliveries. The count and the insert
+   * are one step for every process sharing the store (counted through the endpoint's due index, at
+   * most `maxPending` entries read).
+   */
+  enqueue(
+    delivery: NewDelivery & { endpointId: string; event: DeliveryEvent },
+    options: { maxPending: number },
+  ): Promise<EndpointDelivery | 'full'>;
   /**
    * Makes an endpoint's delivery pending and due at once, whatever its status, with its attempts
    * counted afresh (and the last attempt's error and status cleared); `undefined` when the endpoint
-   * has no delivery of that id.
+   * has no delivery of that id, `'full'` (changing nothing) when it has `maxPending` pending
+   * deliveries, as for `enqueue`.
    */
-  redeliver(options: { id: string; endpointId: string }): Promise<EndpointDelivery | undefined>;
+  redeliver(options: {
+    id: string;
+    endpointId: string;
+    maxPending: number;
+  }): Promise<EndpointDelivery | 'full' | undefined>;
   /**
    * An endpoint's deliveries, newest first (by enqueue time, then id), at most `limit`, strictly
    * before the delivery `before` when given; `undefined` when `before` is not one of its deliveries.
@@ -260,9 +273,11 @@ export interface DeliveryOutbox {
   depth(options: { cap: number }): Promise<{ pending: number; failed: number }>;
   /**
    * Deletes up to `limit` deliveries that were delivered more than `olderThanMs` ago, oldest first;
-   * resolves with how many it deleted. Failed deliveries are kept.
+   * resolves with how many it deleted.
    */
   prune(options: { olderThanMs: number; limit: number }): Promise<number>;
+  /** The same for deliveries that failed (used up their attempts) more than `olderThanMs` ago. */
+  pruneFailed(options: { olderThanMs: number; limit: number }): Promise<number>;
 }
 
 /**

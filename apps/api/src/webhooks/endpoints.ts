@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { StoredEndpoint } from '../store/store.ts';
+import type { EndpointResolver } from './dns.ts';
 import type { SecretBox } from './secrets.ts';
 import { type Signer, webhookSigner } from './send.ts';
 import type { UrlPolicy } from './ssrf.ts';
@@ -17,6 +18,12 @@ export type EndpointSettings = {
   perToken: number;
   /** How long a rotated-out secret keeps signing (WEBHOOK_SECRET_OVERLAP_MS). */
   overlapMs: number;
+  /** Most pending deliveries an endpoint may have for ping and redeliver to add one (WEBHOOK_PENDING_PER_ENDPOINT). */
+  pendingPerEndpoint: number;
+  /** Resolves endpoints' host names, at registration and for deliveries, within the lookup caps. */
+  resolver: EndpointResolver;
+  /** Bound on one lookup (WEBHOOK_DNS_TIMEOUT_MS). */
+  dnsTimeoutMs: number;
 };
 
 /** A new endpoint id: `we_` and 24 hex digits. */

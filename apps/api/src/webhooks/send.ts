@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { Agent as HttpAgent, type ClientRequest, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
@@ -193,9 +193,19 @@ export function redactUrls(text: string): string {
   });
 }
 
-/** A subscriber URL fit for logs and listings: credentials and query (which may carry tokens) dropped. */
+/**
+ * A subscriber URL fit for logs, `last_error` and listings: its origin only. Credentials, path and
+ * query are dropped: services such as Slack keep the secret that authorizes posting in the path.
+ */
 export function redactUrl(url: string): string {
   if (!URL.canParse(url)) return '(not a URL)';
-  const parsed = new URL(url);
-  return `${parsed.origin}${parsed.pathname}`;
+  return new URL(url).origin;
+}
+
+/**
+ * Tells two operator URLs of one origin apart in logs without showing them: the first 12 hex digits
+ * of the SHA-256 of the URL as configured (`printf %s "$URL" | sha256sum | cut -c1-12`).
+ */
+export function urlDigest(url: string): string {
+  return createHash('sha256').update(url).digest('hex').slice(0, 12);
 }

@@ -1,6 +1,8 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { caresResolve, LookupTimeoutError } from './dns.ts';
+import { LookupsBusyError } from './lookup-slots.ts';
 
 /**
  * Where a third party's endpoint may point. Third parties choose the URL the service connects to
@@ -17,17 +19,11 @@ export class UnsafeUrlError extends Error {
 /** Every address a host name resolves to. Tests stand in for DNS with their own. */
 export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
 
-/** The system resolver (what connections use: /etc/hosts, then DNS), every address. */
-export const systemResolve: Resolve = (hostname) =>
-  new Promise((resolve, reject) =>
-    dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
-  );
-
-/**
- * How long registration waits for the host to resolve: a third party's slow name server must not
- * hold the request (the lookup itself goes on in libuv's pool, which it cannot cancel).
- */
+/** How long registration waits for the host to resolve, by default (WEBHOOK_DNS_TIMEOUT_MS). */
 export const RESOLVE_TIMEOUT_MS = 5_000;
+
+/** DNS through c-ares with the system's name servers and no caps (see dns.ts): the default here. */
+const defaultResolve = caresResolve({ servers: undefined, timeoutMs: RESOLVE_TIMEOUT_MS });
 
 /** 2000::/3, the only IPv6 addresses assigned for global unicast: the rest is special or unassigned. */
 const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
@@ -63,18 +59,11 @@ export function isAllowedAddress(policy: UrlPolicy, ip: string): boolean {
 }
 
 /**
- * Registration's check of an endpoint URL: an absolute http(s) URL without credentials (they would
- * be sent and shown) or fragment (never sent: a sign of a mistake), https unless `allowPrivate`,
- * whose host resolves, to public addresses only unless `allowPrivate`. Any port. Throws
- * `UnsafeUrlError`. Delivery checks the address again when it connects (see send.ts): DNS can
- * answer differently later.
+ * The part of registration's check that needs no lookup: an absolute http(s) URL without
+ * credentials (they would be sent and shown) or fragment (never sent: a sign of a mistake), https
+ * unless `allowPrivate`. Any port. Returns the host as a resolver takes it; throws `UnsafeUrlError`.
  */
-export async function checkEndpointUrl(
-  url: string,
-  policy: UrlPolicy,
-  resolve: Resolve = systemResolve,
-  timeoutMs = RESOLVE_TIMEOUT_MS,
-): Promise<void> {
+export function parseEndpointUrl(url: string, policy: UrlPolicy): string {
   if (!URL.canParse(url)) throw new UnsafeUrlError('url must be an absolute URL');
   const parsed = new URL(url);
   if (policy.allowPrivate) {
@@ -87,7 +76,22 @@ export async function checkEndpointUrl(
   if (parsed.username || parsed.password) throw new UnsafeUrlError('url must not contain credentials');
   // `href` keeps the `#` even of an empty fragment.
   if (parsed.href.includes('#')) throw new UnsafeUrlError('url must not contain a fragment');
-  const host = hostOf(parsed);
+  return hostOf(parsed);
+}
+
+/**
+ * Registration's check of an endpoint URL: `parseEndpointUrl`'s rules, and a host that resolves, to
+ * public addresses only unless `allowPrivate`. Throws `UnsafeUrlError`, or `LookupsBusyError` from
+ * `resolve` when its lookups are at their cap. Delivery checks the address again when it connects
+ * (see send.ts): DNS can answer differently later.
+ */
+export async function checkEndpointUrl(
+  url: string,
+  policy: UrlPolicy,
+  resolve: Resolve = defaultResolve,
+  timeoutMs = RESOLVE_TIMEOUT_MS,
+): Promise<void> {
+  const host = parseEndpointUrl(url, policy);
   let addresses: LookupAddress[] | 'late';
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -95,8 +99,9 @@ export async function checkEndpointUrl(
       timer = setTimeout(() => settle('late'), timeoutMs);
     });
     addresses = await Promise.race([resolve(host), late]);
-  } catch {
-    addresses = [];
+  } catch (error) {
+    if (error instanceof LookupsBusyError) throw error;
+    addresses = error instanceof LookupTimeoutError ? 'late' : [];
   } finally {
     clearTimeout(timer);
   }
@@ -125,7 +130,7 @@ export class RefusedAddressError extends Error {
  * fails with `RefusedAddressError` when any address is not public, so the socket never connects.
  * The registration check is not enough: DNS may answer otherwise by now (rebinding).
  */
-export function guardedLookup(policy: UrlPolicy, resolve: Resolve = systemResolve): LookupFunction {
+export function guardedLookup(policy: UrlPolicy, resolve: Resolve = defaultResolve): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname).then(
       (all) => {

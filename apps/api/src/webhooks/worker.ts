@@ -7,8 +7,8 @@ import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/st
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
 import { type EndpointSettings, endpointSigner } from './endpoints.ts';
-import { redactUrl, type Signer, sendDelivery, webhookSigner } from './send.ts';
-import type { UrlPolicy } from './ssrf.ts';
+import { redactUrl, type Signer, sendDelivery, urlDigest, webhookSigner } from './send.ts';
+import type { Resolve, UrlPolicy } from './ssrf.ts';
 
 export type DeliveryWorker = {
   /**
@@ -58,14 +58,19 @@ type Queued = { delivery: Delivery; startBy: number };
 type Subscriber = {
   /** The operator URL, or the endpoint's id: what its deliveries are claimed by, and its key here. */
   target: { url: string } | { endpointId: string };
-  /** For logs: the URL, redacted. */
-  url: string;
+  /**
+   * What logs say of it: the URL's origin (its path and query can hold a secret, as Slack's do) and
+   * the endpoint's id, or for an operator URL a digest of it (see `urlDigest`).
+   */
+  shown: { url: string; endpointId: string } | { url: string; urlDigest: string };
   /** Signs its attempts: the operator secret, or the endpoint's secrets as last read. */
   sign: Signer;
   /** A registered endpoint's sealed secrets that `sign` was made from. */
   secrets?: string;
   /** A registered endpoint's address rules at connect time; none for operator URLs. */
   guard?: UrlPolicy;
+  /** A registered endpoint's lookups: c-ares, within its owner's and the instance's caps. */
+  resolveHost?: Resolve;
   /** Claimed deliveries not yet attempted, oldest due first. */
   queue: Queued[];
   /** Claimed deliveries whose outcome is not yet recorded (the queue's included). */
@@ -88,7 +93,7 @@ type Subscriber = {
  * due again after a backoff; or, after `maxAttempts`, failed (a log line and a metric). While a URL's
  * breaker is open its deliveries are neither claimed nor attempted. Polls every `pollIntervalMs`,
  * and at once when a subscriber that had more due has room again. Deletes delivered rows past
- * `retentionMs`, in batches.
+ * `retentionMs` and failed ones past `failedRetentionMs`, in batches.
  */
 export function startDeliveryWorker({
   outbox,
@@ -103,6 +108,12 @@ export function startDeliveryWorker({
   const box = endpoints?.settings.box;
   const stopping = new AbortController();
   const abandon = new AbortController();
+  // Each attempt has its own signal, cut by this one listener: thousands of attempts on the shared
+  // signal would each add a listener (and Node warns on stderr past 10).
+  const attemptsInFlight = new Set<AbortController>();
+  abandon.signal.addEventListener('abort', () => {
+    for (const cut of attemptsInFlight) cut.abort();
+  });
   /** Attempts, and writes of outcomes and releases, still running. */
   const busy = new Set<Promise<unknown>>();
   const track = (promise: Promise<unknown>) => {
@@ -130,7 +141,7 @@ export function startDeliveryWorker({
 
   function subscriber(
     key: string,
-    make: () => Pick<Subscriber, 'target' | 'url' | 'sign' | 'secrets' | 'guard'>,
+    make: () => Pick<Subscriber, 'target' | 'shown' | 'sign' | 'secrets' | 'guard' | 'resolveHost'>,
   ): Subscriber {
     let known = subscribers.get(key);
     if (!known) {
@@ -166,10 +177,7 @@ export function startDeliveryWorker({
       Promise.all(deliveries.map((delivery) => release(delivery)))
         .catch((error) => {
           // Not handed back: due again once their leases end, with the attempt counted.
-          log.warn(
-            { url: redactUrl(to.url), reason: describeCauses(error) },
-            'webhook deliveries not released',
-          );
+          log.warn({ ...to.shown, reason: describeCauses(error) }, 'webhook deliveries not released');
         })
         .finally(() => unhold(to, deliveries.length)),
     );
@@ -197,29 +205,29 @@ export function startDeliveryWorker({
     const settle = to.breaker.start();
     to.inFlight += 1;
     const started = performance.now();
+    const cut = new AbortController();
+    attemptsInFlight.add(cut);
+    if (abandon.signal.aborted) cut.abort();
     const outcome = await sendDelivery(delivery, {
       sign: to.sign,
       timeoutMs: config.timeoutMs,
-      abort: abandon.signal,
+      abort: cut.signal,
       ...(to.guard && { guard: to.guard }),
+      ...(to.resolveHost && { resolveHost: to.resolveHost }),
       ...(delivery.endpoint && { headers: { 'webhook-event': delivery.endpoint.event } }),
     });
+    attemptsInFlight.delete(cut);
     const ms = Math.round(performance.now() - started);
     to.inFlight -= 1;
-    const about = {
-      webhookId: delivery.id,
-      url: redactUrl(delivery.url),
-      ...(delivery.endpoint && { endpointId: delivery.endpoint.id }),
-      attempt: delivery.attempts,
-    };
+    const about = { webhookId: delivery.id, ...to.shown, attempt: delivery.attempts };
     const transition = settle(outcome.ok || (outcome.abandoned ? undefined : false));
     if (transition === 'opened') {
       log.warn(
-        { url: about.url, failures: config.breaker.failures, retryInMs: config.breaker.cooldownMs },
+        { ...to.shown, failures: config.breaker.failures, retryInMs: config.breaker.cooldownMs },
         'webhook subscriber circuit opened',
       );
     } else if (transition === 'closed') {
-      log.info({ url: about.url }, 'webhook subscriber circuit closed');
+      log.info(to.shown, 'webhook subscriber circuit closed');
     }
     if (transition) countOpenCircuits();
     // The slot is free while the outcome is written.
@@ -283,13 +291,14 @@ export function startDeliveryWorker({
     // The secrets are opened (decrypted) only when they changed since the last round: a rotation.
     const secrets = `${endpoint.secret} ${endpoint.previousSecret} ${endpoint.previousSecretExpiresAt?.getTime()}`;
     const signer = () => endpointSigner(endpoint, box!);
-    const guard = endpoints!.settings.policy;
+    const { policy: guard, resolver } = endpoints!.settings;
     const to = subscriber(id, () => ({
       target: { endpointId: id },
-      url: endpoint.url,
+      shown: { url: redactUrl(endpoint.url), endpointId: id },
       sign: signer(),
       secrets,
       guard,
+      resolveHost: resolver.forDelivery(endpoint.owner),
     }));
     if (to.secrets !== secrets) {
       to.sign = signer();
@@ -316,7 +325,11 @@ export function startDeliveryWorker({
       let to: Subscriber | undefined;
       try {
         to = key.includes('://')
-          ? subscriber(key, () => ({ target: { url: key }, url: key, sign: operatorSign! }))
+          ? subscriber(key, () => ({
+              target: { url: key },
+              shown: { url: redactUrl(key), urlDigest: urlDigest(key) },
+              sign: operatorSign!,
+            }))
           : await endpointSubscriber(key);
       } catch (error) {
         log.warn({ endpointId: key, reason: describeCauses(error) }, 'webhook endpoint not readable');
@@ -385,10 +398,18 @@ export function startDeliveryWorker({
     minEveryMs: config.pollIntervalMs,
     log,
   });
+  // Failed rows too: a receiver that always fails must not grow the table without end.
+  const failedPruning = startPruning({
+    what: 'failed webhook deliveries',
+    prune: (batch) => outbox.pruneFailed(batch),
+    olderThanMs: config.failedRetentionMs,
+    minEveryMs: config.pollIntervalMs,
+    log,
+  });
   return {
     async stop(graceMs) {
       stopping.abort();
-      await Promise.all([running, pruning.stop()]);
+      await Promise.all([running, pruning.stop(), failedPruning.stop()]);
       // Claimed but not started: handed back at once, their attempts uncounted.
       for (const to of subscribers.values()) pump(to);
       const grace = new AbortController();

@@ -1,9 +1,10 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { describeProcess, killAll, type ProcessInfo, processesOf } from './processes.ts';
 
 /** The repository's root, where the README's commands run. */
 export const ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -63,11 +64,20 @@ export type ShippedService = {
   output: string[];
   /** The api's JSON log lines, parsed. */
   logs: Record<string, unknown>[];
-  /** Whether the process group still has a live process. */
+  /** The shell running the command: its pid is the id of the command's process group and session. */
+  pid: number;
+  /** The running processes the command started, whatever their process group (`processesOf`). */
+  processes(): ProcessInfo[];
+  /** Whether any process the command started still runs. */
   alive(): boolean;
+  /** Sends `signal` to the command's process group (`kill -SIGNAL -- -PGID`), as a supervisor does. */
+  signal(signal: NodeJS.Signals): void;
+  /** The shell's exit: its code, or the signal that ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /**
    * Sends `signal` to the whole process group, as a terminal's Ctrl-C (SIGINT) or a supervisor
-   * stopping the service (SIGTERM) does, and resolves once every process of the group has exited.
+   * stopping the service (SIGTERM) does, and resolves once every process the command started has
+   * exited; after 30 s it kills them and rejects.
    */
   stop(signal: 'SIGINT' | 'SIGTERM'): Promise<void>;
 };
@@ -91,6 +101,9 @@ export async function startShipped(
   const commandLine = `${Object.entries(env)
     .map(([name, value]) => `${name}=${value}`)
     .join(' ')} ${command}`.trim();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     const onLine = (line: string) => {
       output.push(line);
@@ -111,19 +124,27 @@ export async function startShipped(
       startTimeoutMs,
     ).unref();
   });
+  const pid = child.pid!;
   return {
     url,
     commandLine,
     output,
     logs,
-    alive: () => groupAlive(child),
+    pid,
+    exited,
+    processes: () => processesOf(pid),
+    alive: () => processesOf(pid).length > 0,
+    signal: (signal) => signalGroup(pid, signal),
     async stop(signal) {
-      signalGroup(child, signal);
+      signalGroup(pid, signal);
       const deadline = Date.now() + 30_000;
-      while (groupAlive(child)) {
+      while (processesOf(pid).length > 0) {
         if (Date.now() > deadline) {
-          signalGroup(child, 'SIGKILL');
-          throw new Error(`${commandLine}: processes left 30 s after ${signal}:\n${output.join('\n')}`);
+          const left = processesOf(pid);
+          killAll(pid);
+          throw new Error(
+            `${commandLine}: processes left 30 s after ${signal}:\n${left.map(describeProcess).join('\n')}\n${output.join('\n')}`,
+          );
         }
         await sleep(100);
       }
@@ -131,20 +152,11 @@ export async function startShipped(
   };
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-child.pid!, signal);
+    process.kill(-pgid, signal);
   } catch {
     // the group is gone already
-  }
-}
-
-function groupAlive(child: ChildProcess): boolean {
-  try {
-    process.kill(-child.pid!, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
