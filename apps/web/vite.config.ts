@@ -6,8 +6,9 @@ import { bundleBudget } from './scripts/bundle-budget.ts';
 const API_URL = process.env.PLANTS_API_URL ?? 'http://127.0.0.1:3000';
 
 export default defineConfig({
-  // The api serves the build under /app/ (apps/api/src/http/web-app.ts).
-  base: '/app/',
+  // Relative URLs: the api serves the build under /app/ (apps/api/src/http/web-app.ts), and the
+  // page keeps working behind a proxy that adds a path prefix.
+  base: './',
   plugins: [react(), bundleBudget()],
   build: {
     // Source maps for the browser's developer tools; the budget counts only the scripts.
