@@ -325,6 +325,8 @@ describe('the plant console in Chromium, on the built api', () => {
   it('adds a plant with the keyboard alone', async () => {
     const { page, problems } = await newPage();
     await page.goto(consoleUrl());
+    // As a person would: once the screen shows.
+    await page.getByLabel('Token').waitFor();
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('token');
     await page.keyboard.type(TOKEN);
