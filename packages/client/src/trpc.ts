@@ -12,7 +12,6 @@ import {
   type TRPCRequestOptions,
   TRPCUntypedClient,
 } from '@trpc/client';
-import { EventSource } from 'eventsource';
 import superjson from 'superjson';
 import { readingFetch, UnusableAnswerError } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
@@ -25,6 +24,7 @@ import {
   type RetryOptions,
   withRetries,
 } from './retry.ts';
+import { TrpcEventSource } from './trpc-event-source.ts';
 
 /** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
 const KEYED = new Set(['plants.create', 'plants.delete']);
@@ -130,10 +130,10 @@ export function createTrpcClient({
       retry: ({ op, error }) => op.type === 'subscription' && isRetried(subscriptionStatus(error)),
       retryDelayMs: (attempt) => Math.min(RESUBSCRIBE_MS.first * 2 ** (attempt - 1), maxReconnectMs),
     }),
-    httpSubscriptionLink<AppRouter, typeof EventSource>({
+    httpSubscriptionLink<AppRouter, typeof TrpcEventSource>({
       url,
       transformer: superjson,
-      EventSource,
+      EventSource: TrpcEventSource,
       // EventSource itself reconnects after a network error or a clean end, with Last-Event-ID,
       // after the stream's own `retry:` delay: the guard caps it, and the size of an event.
       eventSourceOptions: {

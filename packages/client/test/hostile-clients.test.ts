@@ -254,6 +254,21 @@ describe('tRPC client against a hostile server', () => {
     subscription.unsubscribe();
     expect(server.requests.length).toBeGreaterThanOrEqual(3);
   });
+
+  it('a subscription reconnects at most once a second when the server asks for 1 ms of inactivity', async () => {
+    // tRPC's `connected` event, then silence: the client reconnects after the inactivity it says.
+    const server = await fake((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: connected\ndata: {"reconnectAfterInactivityMs":1}\n\n');
+    });
+    const client = createTrpcClient({ baseUrl: server.url, token: TOKEN });
+    const subscription = client.plants.events.subscribe({}, { onData: () => undefined });
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    subscription.unsubscribe();
+    // At 0 s, about 1 s and about 2 s (without the floor: hundreds).
+    expect(server.requests.length).toBeGreaterThanOrEqual(2);
+    expect(server.requests.length).toBeLessThanOrEqual(3);
+  });
 });
 
 describe('the bulk commands’ backoff', () => {
