@@ -22,7 +22,7 @@ const HOSTILE = 'a\x1b[31mred\x1b[2J\x1b]0;pwned\x07\b\b\r\u009b1m\x7f\u202eevil
 const SHOWN =
   'a\\u001b[31mred\\u001b[2J\\u001b]0;pwned\\u0007\\u0008\\u0008\\u000d\\u009b1m\\u007f\\u202eevil';
 /** What must not reach a terminal raw. */
-const UNSAFE = /[\p{Cc}\p{Bidi_Control}]/u;
+const UNSAFE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
 const servers: FakeServer[] = [];
 afterEach(async () => {
