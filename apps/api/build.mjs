@@ -1,8 +1,12 @@
 // Bundles the api into dist/main.js: one file loads much faster than hundreds of modules (cold
 // start). Only native addons stay external.
-import { readdirSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+
+/** The plant console's build (apps/web), which the api serves under /app/ from dist/app. */
+const WEB_DIST = '../web/dist';
 
 /**
  * trpc-to-openapi's entry re-exports its HTTP adapters (co-body, h3, iconv-lite, …), which this
@@ -53,6 +57,7 @@ await build({
   logLevel: 'warning',
 }).then(({ metafile }) => {
   removeStaleChunks(metafile);
+  copyWebApp();
   if (!process.env.BUILD_ANALYZE) return;
   const sizes = {};
   for (const [file, { bytesInOutput }] of Object.entries(
@@ -78,4 +83,17 @@ function removeStaleChunks(metafile) {
     const file = join('dist/chunks', name);
     if (!current.has(file)) rmSync(file);
   }
+}
+
+/**
+ * Puts the console's files in dist/app, so dist/ holds everything the api serves. turbo builds
+ * apps/web first (`pnpm build`, `pnpm start`: see turbo.json); built on its own
+ * (`pnpm --filter @plant-store/api build`) on a fresh clone, the api builds it here.
+ */
+function copyWebApp() {
+  if (!existsSync(join(WEB_DIST, 'index.html'))) {
+    execFileSync('pnpm', ['run', 'build'], { cwd: '../web', stdio: 'inherit' });
+  }
+  rmSync('dist/app', { recursive: true, force: true });
+  cpSync(WEB_DIST, 'dist/app', { recursive: true });
 }

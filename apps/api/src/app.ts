@@ -15,6 +15,7 @@ import { observeMiddleware } from './http/observe.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { restAdapter, restRoutes } from './http/rest.ts';
 import { trpcAdapter } from './http/trpc.ts';
+import { webAppMiddleware } from './http/web-app.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
@@ -50,13 +51,15 @@ export type AppOptions = {
   events?: { hub: EventHub; heartbeatMs: number };
   /** How Idempotency-Keys are kept (IDEMPOTENCY_TTL_MS, IDEMPOTENCY_IN_FLIGHT_MS); the defaults when omitted. */
   idempotency?: IdempotencyPolicy;
+  /** The plant console's built files, served under /app/; `dist/app` beside the bundle by default. */
+  webAppDir?: string;
 };
 
 /**
  * Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler.
- * Order: observe (ids, headers, log, metrics) → errors → CORS → token check → public routes →
- * failed-authentication limit → rate limit → /metrics → tRPC → REST: every route that checks a
- * token runs after both limits.
+ * Order: observe (ids, headers, log, metrics) → errors → CORS → token check → public routes (the
+ * document, /docs, the console under /app/, probes) → failed-authentication limit → rate limit →
+ * /metrics → tRPC → REST: every route that checks a token runs after both limits.
  */
 export function createApp(options: AppOptions): Koa {
   const { verifier, log, publicUrl, rateLimit, authFailures, corsOrigins = [] } = options;
@@ -96,6 +99,7 @@ export function createApp(options: AppOptions): Koa {
     ctx.body = await openApiJson();
   });
   app.use(docsMiddleware());
+  app.use(webAppMiddleware(options.webAppDir));
   app.use(healthMiddleware(store));
   if (authFailures) app.use(authFailureMiddleware(authFailures.limiter, authFailures.limit));
   if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));

@@ -51,7 +51,7 @@ export type RunningServer = {
  */
 export async function startServer(
   config: Config,
-  { store, log }: { store: PlantStore; log: Logger },
+  { store, log, webAppDir }: { store: PlantStore; log: Logger; webAppDir?: string },
 ): Promise<RunningServer> {
   const { verifier, refresher } = await startTokens(config, store, log);
   const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
@@ -63,7 +63,7 @@ export async function startServer(
   const publicUrl = () => url;
   const server = createHttpServer(
     config,
-    buildApp(config, { store, verifier, log, metrics, redis, events, endpoints, publicUrl }),
+    buildApp(config, { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir }),
   );
   try {
     url = await listen(server, config);
@@ -165,10 +165,12 @@ function buildApp(
     events: EventHub;
     endpoints: EndpointSettings;
     publicUrl: () => string;
+    webAppDir: string | undefined;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl } = parts;
+  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir } = parts;
   return createApp({
+    webAppDir,
     store,
     verifier,
     log,

@@ -144,6 +144,22 @@ describe('the built service, started with `pnpm start` as the README says', { ti
     }
   });
 
+  it('serves the plant console under /app/ from the build in every configuration', async () => {
+    for (const { service } of configs) {
+      const page = await fetch(`${service.url}/app/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toContain("connect-src 'self'");
+      const html = await page.text();
+      const assets = [...html.matchAll(/(?:src|href)="\.\/(assets\/[^"]+)"/g)].map((match) => match[1]!);
+      expect(assets.some((asset) => asset.endsWith('.js'))).toBe(true);
+      for (const asset of assets) {
+        const answer = await fetch(`${service.url}/app/${asset}`);
+        expect(answer.status, asset).toBe(200);
+        expect(answer.headers.get('cache-control'), asset).toBe('public, max-age=31536000, immutable');
+      }
+    }
+  });
+
   it('CORS_ORIGINS: answers a preflight from the configured origin only', async () => {
     const { service } = config('cors');
     const preflight = (origin: string) =>

@@ -1,3 +1,5 @@
+import { retryAfterMs } from './retry-after.ts';
+
 /** The server's per-token rate limit, from its `RateLimit-Policy` header: `points` calls per `windowSeconds`. */
 export type RateLimitPolicy = { points: number; windowSeconds: number };
 
@@ -13,9 +15,19 @@ export type Reply = {
 export type BackoffOptions = {
   /** Attempts of one request before its 429 or 503 is handed to the caller (default 10). */
   attempts?: number;
+  /**
+   * The longest `Retry-After` waited for, in seconds (default 60). An answer asking for longer is
+   * handed to the caller at once: a server must not park the client for days.
+   */
+  maxWaitSeconds?: number;
   /** Told before each wait, with the number of seconds (from `Retry-After`). */
   onWait?: (seconds: number) => void;
+  /** Told when an answer's `Retry-After` asks for more than `maxWaitSeconds`, with the seconds asked. */
+  onWaitRefused?: (seconds: number) => void;
 };
+
+/** The default of `maxWaitSeconds`: a rate-limit window of a minute is waited out, not more. */
+export const MAX_WAIT_SECONDS = 60;
 
 /** Retries of requests refused for now, shared by every request of a bulk command. */
 export type Backoff = {
@@ -29,7 +41,12 @@ export type Backoff = {
   readonly policy: RateLimitPolicy | undefined;
 };
 
-export function createBackoff({ attempts = 10, onWait }: BackoffOptions = {}): Backoff {
+export function createBackoff({
+  attempts = 10,
+  maxWaitSeconds = MAX_WAIT_SECONDS,
+  onWait,
+  onWaitRefused,
+}: BackoffOptions = {}): Backoff {
   let policy: RateLimitPolicy | undefined;
   return {
     async send(attempt) {
@@ -38,6 +55,10 @@ export function createBackoff({ attempts = 10, onWait }: BackoffOptions = {}): B
         policy = parsePolicy(reply.header('ratelimit-policy')) ?? policy;
         const wait = retryAfterSeconds(reply);
         if (wait === undefined || count >= attempts) return reply;
+        if (wait > maxWaitSeconds) {
+          onWaitRefused?.(wait);
+          return reply;
+        }
         await reply.discard?.().catch(() => undefined);
         onWait?.(wait);
         await new Promise((resolve) => setTimeout(resolve, wait * 1000));
@@ -76,11 +97,8 @@ export function backoffFetch(
 /** Seconds to wait before retrying this answer, or `undefined` when it is not one to retry. */
 function retryAfterSeconds(reply: Reply): number | undefined {
   if (reply.status !== 429 && reply.status !== 503) return undefined;
-  const header = reply.header('retry-after')?.trim();
-  if (header === undefined || header === null) return undefined;
-  if (/^[0-9]+$/.test(header)) return Number(header);
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+  const ms = retryAfterMs(reply.header('retry-after'));
+  return ms === undefined ? undefined : Math.ceil(ms / 1000);
 }
 
 /** `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers) as a policy. */

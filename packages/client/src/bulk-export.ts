@@ -5,6 +5,8 @@ import type { RestClient } from './rest.ts';
 
 export type ExportOptions = {
   format: Format;
+  /** `out` is a terminal: CSV's text shows the characters a terminal obeys escaped (`formatPlants`). */
+  forTerminal?: boolean;
   /** Told the number of plants written so far, after each page. */
   onProgress?(written: number): void;
 };
@@ -13,9 +15,14 @@ export type ExportOptions = {
  * Writes every plant to `out` in id order, one keyset page (`GET /plants?after=`) at a time. The
  * next page is read while this one is written, and a page is not read before `out` has taken the
  * one before it (backpressure): at most two pages are held, whatever the size of the store.
+ * Each next page comes after the one before (`listPlants` checks it): no page is read twice.
  * Resolves to the number of plants written.
  */
-export async function exportPlants(client: RestClient, out: Writable, { format, onProgress }: ExportOptions) {
+export async function exportPlants(
+  client: RestClient,
+  out: Writable,
+  { format, forTerminal, onProgress }: ExportOptions,
+) {
   const page = (after?: bigint) => client.listPlants({ limit: MAX_LIST_LIMIT, after });
   let written = 0;
   await write(out, fileHeader(format));
@@ -27,7 +34,7 @@ export async function exportPlants(client: RestClient, out: Writable, { format, 
       // Seen when awaited; a write failing first must not leave it reported as unhandled.
       next.catch(() => undefined);
     }
-    await write(out, formatPlants(plants, format));
+    await write(out, formatPlants(plants, format, { forTerminal }));
     written += plants.length;
     onProgress?.(written);
     if (after === undefined) return written;

@@ -60,7 +60,13 @@ export async function importPlants(
       if (error.status === 409) summary.present++;
       else if (error.status === 400)
         summary.invalid.push({ line, message: error.serverMessage ?? error.message });
-      else summary.failed.push({ line, message: `${error.status} ${error.serverMessage ?? error.message}` });
+      // Without the server's message, the error's own says the call and the status.
+      else
+        summary.failed.push({
+          line,
+          message:
+            error.serverMessage === undefined ? error.message : `${error.status} ${error.serverMessage}`,
+        });
     });
     progress(batch.length);
   };

@@ -13,11 +13,12 @@ import {
   EXIT,
   type Output,
   printTable,
+  report,
   UsageError,
   type Values,
-  visible,
 } from './cli-support.ts';
 import { createRestClient } from './rest.ts';
+import { visible } from './terminal-text.ts';
 
 /** `plants endpoints <subcommand>`: the token's own webhook endpoints, over the REST client. */
 export const ENDPOINT_COMMANDS = new Map<string, Command>([
@@ -106,6 +107,8 @@ async function deliveries(connection: Connection, values: Values, [text]: string
   let before = values.before === undefined ? undefined : parseDeliveryId(values.before, '--before');
   const client = createRestClient(connection);
   let shown = 0;
+  // Delivery ids are random, so a cursor cannot be checked to advance: the ones read are kept.
+  const read = new Set<string | undefined>([before]);
   // Pages are printed as they come (fixed column widths): --all holds one page at a time.
   do {
     const page = await client.endpoints.deliveries(id, { limit, before }, callOptions());
@@ -114,12 +117,15 @@ async function deliveries(connection: Connection, values: Values, [text]: string
       out.print(out.json ? stringifyJson(delivery) : deliveryLine(delivery));
     shown += page.deliveries.length;
     before = page.next;
+    if (values.all && before !== undefined && read.has(before)) {
+      report(`plants: the server's next page (--before ${before}) is one already shown: stopped.`);
+      return EXIT.failed;
+    }
+    read.add(before);
   } while (values.all && before !== undefined);
   if (!out.json && shown === 0) out.print('No deliveries.');
   if (before !== undefined) {
-    process.stderr.write(
-      `More deliveries follow: plants endpoints deliveries ${id} --before ${before} (or --all)\n`,
-    );
+    report(`More deliveries follow: plants endpoints deliveries ${id} --before ${before} (or --all)`);
   }
   return EXIT.ok;
 }

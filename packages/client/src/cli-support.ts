@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { visible } from './terminal-text.ts';
 
 /** The exit statuses scripts can rely on. */
 export const EXIT = {
@@ -27,6 +28,7 @@ const OPTIONS = {
   after: { type: 'string' },
   before: { type: 'string' },
   all: { type: 'boolean' },
+  'max-plants': { type: 'string' },
   format: { type: 'string' },
   description: { type: 'string' },
   type: { type: 'string', multiple: true },
@@ -40,6 +42,7 @@ export type Values = ReturnType<typeof parse>['values'];
 /** A wrong command line: printed with a pointer to the help, exit status 2. */
 export class UsageError extends Error {}
 
+/** Where a command's result goes: `print` writes one line to stdout, server text in it escaped. */
 export type Output = { json: boolean; print(line: string): void };
 
 /** Where the server is and how to be let in, from the command line or the environment. */
@@ -59,9 +62,12 @@ export function callOptions() {
   return { signal: AbortSignal.timeout(TIMEOUT_MS) };
 }
 
-/** Control characters would break the table (or the terminal): shown escaped. */
-export function visible(text: string): string {
-  return text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+/**
+ * Writes one line to stderr, server text in it escaped (`visible`): every message the CLI shows
+ * goes through here or through `Output.print`.
+ */
+export function report(line: string): void {
+  process.stderr.write(`${visible(line)}\n`);
 }
 
 /** Rows (the first one the header) as aligned columns; the columns in `right` are aligned right. */

@@ -15,7 +15,7 @@ import {
   type PlantWithId,
   stringifyJson,
 } from '@plant-store/schema';
-import { backoffFetch, createBackoff, type RateLimitPolicy } from './backoff.ts';
+import { backoffFetch, createBackoff, MAX_WAIT_SECONDS, type RateLimitPolicy } from './backoff.ts';
 import { exportPlants } from './bulk-export.ts';
 import { type ImportSummary, importPlants } from './bulk-import.ts';
 import { ENDPOINT_COMMANDS } from './cli-endpoints.ts';
@@ -27,15 +27,16 @@ import {
   type Output,
   parse,
   printTable,
+  report,
   TIMEOUT_MS,
   UsageError,
   type Values,
-  visible,
 } from './cli-support.ts';
 import { PlantStoreError } from './errors.ts';
 import { countRecords, FORMATS, type Format, PlantFileError, readPlants } from './plant-file.ts';
 import { type Progress, progress } from './progress.ts';
 import { createRestClient } from './rest.ts';
+import { visible } from './terminal-text.ts';
 import { plantsCreateBatch } from './trpc-batch.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:3000';
@@ -45,12 +46,19 @@ const MAX_BATCH_CALLS = 100;
 const MAX_BATCH_BYTES = 60_000;
 /** Import batches in flight at once, at most. */
 const MAX_CONCURRENCY = 4;
+/** `list --all` holds every plant to print them: it stops past this many unless --max-plants says. */
+const MAX_LISTED_PLANTS = 100_000;
+/** …or past this many characters of names and tags (a plant's name has no upper bound when read). */
+const MAX_LISTED_TEXT = 64 * 1024 * 1024;
 
 const USAGE = `Usage: plants <command> [options]
 
 Commands:
   create --id <id> --name <name> [--tag <tag>]   create a plant
-  list [--limit <n>] [--after <id>] [--all]      list plants in id order (--all: every page)
+  list [--limit <n>] [--after <id>] [--all] [--max-plants <n>]
+                                                 list plants in id order (--all: every page,
+                                                 up to --max-plants, default ${MAX_LISTED_PLANTS},
+                                                 else exit 1: export streams any number)
   get <id>                                       show one plant
   delete <id>                                    delete one plant
   import <file> [--format ndjson|csv]            create the plants of a file (- reads stdin)
@@ -88,6 +96,12 @@ Options:
 
 Ids are signed 64-bit integers, kept exact. A negative id needs "=" or "--":
   plants create --id=-5 --name Fern    plants get -- -5
+
+Server text (names, tags, messages…) is shown with the characters a terminal would obey (ESC,
+other control characters, bidi overrides) written as \\u001b-style escapes; JSON escapes them the
+same way, so it still reads back exactly. A CSV export starts a name or tag that a spreadsheet
+would run as a formula (=, +, -, @, tab, CR) with ', which import takes off again. import and
+export wait out a Retry-After of up to ${MAX_WAIT_SECONDS} s; a longer one fails at once.
 
 Files: NDJSON has one {"id": 1, "name": "Fern", "tag": "herb"} per line; CSV has a header naming
 its columns (id,name[,tag]), an empty tag field for no tag and "" for the empty tag. The format
@@ -138,12 +152,12 @@ async function main(argv: string[]): Promise<number> {
       );
     }
     const connection = connect(values);
-    const output: Output = { json, print: (line) => process.stdout.write(`${line}\n`) };
+    const output: Output = { json, print: (line) => process.stdout.write(`${visible(line)}\n`) };
     return await spec.run(connection, values, given, output);
   } catch (error) {
     if (error instanceof UsageError) return usageFailure(error.message);
     if (error instanceof PlantFileError) {
-      process.stderr.write(`plants: ${error.message}\n`);
+      report(`plants: ${error.message}`);
       return EXIT.failed;
     }
     if (error instanceof PlantStoreError) return callFailure(error, json);
@@ -168,21 +182,40 @@ async function list(connection: Connection, values: Values, _operands: string[],
   const client = createRestClient(connection);
   const limit = values.limit === undefined ? undefined : parseLimit(values.limit);
   let after = values.after === undefined ? undefined : parseId(values.after, '--after');
+  if (values['max-plants'] !== undefined && !values.all) throw new UsageError('--max-plants needs --all.');
+  const maxPlants =
+    values['max-plants'] === undefined ? MAX_LISTED_PLANTS : parseCount(values['max-plants'], '--max-plants');
   const plants: PlantWithId[] = [];
+  let text = 0;
   let next: PlantId | undefined;
   do {
     const page = await client.listPlants({ limit, after }, callOptions());
     plants.push(...page.plants);
+    for (const { name, tag } of page.plants) text += name.length + (tag?.length ?? 0);
     next = page.next;
     after = next;
+    // Every page adds plants (listPlants refuses a next page that would not): this ends the loop.
+    if (values.all && (plants.length > maxPlants || (next !== undefined && plants.length >= maxPlants))) {
+      report(
+        `plants: list --all reads at most ${maxPlants} plants (--max-plants), and the server has more; ` +
+          'plants export writes any number.',
+      );
+      return EXIT.failed;
+    }
+    if (values.all && text > MAX_LISTED_TEXT) {
+      report(
+        `plants: list --all reads at most ${MAX_LISTED_TEXT} characters of names and tags, and the server ` +
+          'has more; plants export writes any number.',
+      );
+      return EXIT.failed;
+    }
   } while (values.all && next !== undefined);
   if (out.json) {
     out.print(stringifyJson({ plants, next: next ?? null }));
     return EXIT.ok;
   }
   showPlants(plants, out, 'many');
-  if (next !== undefined)
-    process.stderr.write(`More plants follow: plants list --after ${next} (or --all)\n`);
+  if (next !== undefined) report(`More plants follow: plants list --after ${next} (or --all)`);
   return EXIT.ok;
 }
 
@@ -216,6 +249,7 @@ async function importFile(connection: Connection, values: Values, [file]: string
       waits++;
       bar?.note(`(rate limited: waiting ${seconds} s)`);
     },
+    onWaitRefused: waitRefused(),
   });
   // One cheap call first: a wrong token or URL fails before any line is read, and its answer
   // carries the rate limit that sizes the batches.
@@ -241,12 +275,11 @@ async function importFile(connection: Connection, values: Values, [file]: string
     createBatch.close();
   }
   const { created, present, invalid, failed } = summary;
-  for (const { line, message } of invalid)
-    process.stderr.write(`plants: line ${line}: invalid: ${message}\n`);
-  for (const { line, message } of failed) process.stderr.write(`plants: line ${line}: failed: ${message}\n`);
+  for (const { line, message } of invalid) report(`plants: line ${line}: invalid: ${message}`);
+  for (const { line, message } of failed) report(`plants: line ${line}: failed: ${message}`);
   if (waits > 0) {
-    process.stderr.write(
-      `plants: the server's rate limit held the import back: ${waits} batches waited as Retry-After said.\n`,
+    report(
+      `plants: the server's rate limit held the import back: ${waits} batches waited as Retry-After said.`,
     );
   }
   out.print(
@@ -255,6 +288,18 @@ async function importFile(connection: Connection, values: Values, [file]: string
       : `${created} created, ${present} already present, ${invalid.length} invalid, ${failed.length} failed.`,
   );
   return invalid.length > 0 || failed.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/** Says, once, that the server asked for a longer wait than plants makes (the 429 or 503 follows). */
+function waitRefused(): (seconds: number) => void {
+  let said = false;
+  return (seconds) => {
+    if (said) return;
+    said = true;
+    report(
+      `plants: the server asks to retry after ${seconds} s (Retry-After); plants waits ${MAX_WAIT_SECONDS} s at most.`,
+    );
+  };
 }
 
 /**
@@ -271,11 +316,15 @@ async function exportAll(connection: Connection, values: Values, _operands: stri
   const format = values.format === undefined ? 'ndjson' : parseFormat(values.format);
   const client = createRestClient({
     ...connection,
-    fetch: backoffFetch(createBackoff(), { timeoutMs: TIMEOUT_MS }),
+    fetch: backoffFetch(createBackoff({ onWaitRefused: waitRefused() }), { timeoutMs: TIMEOUT_MS }),
   });
   const bar = progress(process.stderr, 'plants');
   try {
-    await exportPlants(client, process.stdout, { format, onProgress: (written) => bar.update(written) });
+    await exportPlants(client, process.stdout, {
+      format,
+      forTerminal: process.stdout.isTTY === true,
+      onProgress: (written) => bar.update(written),
+    });
     return EXIT.ok;
   } catch (error) {
     // The reader went away (`plants export | head`): nothing more to say.
@@ -314,9 +363,7 @@ async function watch(connection: Connection, values: Values, _operands: string[]
       types,
       signal: stop.signal,
       onReconnect: ({ error, delayMs }) =>
-        process.stderr.write(
-          `plants: ${error.serverMessage ?? failureDetail(error)}; reconnecting in ${delayMs / 1000} s\n`,
-        ),
+        report(`plants: ${error.serverMessage ?? failureDetail(error)}; reconnecting in ${delayMs / 1000} s`),
     });
     for await (const event of events) out.print(out.json ? stringifyJson(event) : eventLine(event));
   } finally {
@@ -344,7 +391,7 @@ function failureDetail(error: PlantStoreError): string {
 
 const COMMANDS = new Map<string, Command>([
   ['create', { options: ['id', 'name', 'tag'], operands: 0, run: create }],
-  ['list', { options: ['limit', 'after', 'all'], operands: 0, run: list }],
+  ['list', { options: ['limit', 'after', 'all', 'max-plants'], operands: 0, run: list }],
   ['get', { options: [], operands: 1, run: get }],
   ['delete', { options: [], operands: 1, run: remove }],
   ['import', { options: ['format'], operands: 1, needs: 'one file', run: importFile }],
@@ -419,6 +466,11 @@ function parseEventTypes(given: string[]): PlantEventType[] {
   return [...new Set(types as PlantEventType[])];
 }
 
+function parseCount(text: string, what: string): number {
+  if (/^[1-9][0-9]{0,8}$/.test(text)) return Number(text);
+  throw new UsageError(`${what} must be an integer from 1 to 999999999 ("${text}").`);
+}
+
 function parseLimit(text: string): number {
   const parsed = /^[0-9]{1,9}$/.test(text)
     ? ListPlantsQuerySchema.shape.limit.safeParse(Number(text))
@@ -442,17 +494,20 @@ function showPlants(plants: PlantWithId[], out: Output, shape: 'one' | 'many'): 
 }
 
 function usageFailure(message: string): number {
-  process.stderr.write(`plants: ${message}\nRun "plants --help" for usage.\n`);
+  report(`plants: ${message}`);
+  process.stderr.write('Run "plants --help" for usage.\n');
   return EXIT.usage;
 }
 
 function callFailure(error: PlantStoreError, json: boolean): number {
   if (error.status === 0) {
-    process.stderr.write(`plants: ${error.message}\n`);
+    report(`plants: ${error.message}`);
     return EXIT.unreachable;
   }
   const body = { error: error.error ?? error.status, message: error.serverMessage ?? error.message };
-  process.stderr.write(json ? `${stringifyJson(body)}\n` : `plants: ${body.error} ${body.message}\n`);
+  // Without an Error body, the message already says the call and the status.
+  const line = error.serverMessage === undefined ? error.message : `${body.error} ${body.message}`;
+  report(json ? stringifyJson(body) : `plants: ${line}`);
   return EXIT.failed;
 }
 

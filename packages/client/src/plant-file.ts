@@ -10,6 +10,7 @@ import {
 } from '@plant-store/schema';
 import { parse as parseCsv } from 'csv-parse';
 import { stringify as stringifyCsv } from 'csv-stringify/sync';
+import { visible } from './terminal-text.ts';
 
 /** The file formats of `plants import` and `plants export`. */
 export const FORMATS = ['ndjson', 'csv'] as const;
@@ -26,7 +27,8 @@ const COLUMNS = ['id', 'name', 'tag'];
 /**
  * The records of an NDJSON or CSV file of plants, validated with `NewPlantSchema`, each with the
  * line it starts on. Ids stay exact: NDJSON is read with the lossless codec, CSV ids are taken as
- * decimal literals. In CSV an empty unquoted `tag` is no tag, and `""` is the empty tag.
+ * decimal literals. In CSV an empty unquoted `tag` is no tag, and `""` is the empty tag, and the
+ * `'` that `formatPlants` puts before a formula-like name or tag is taken off again.
  */
 export function readPlants(input: Readable, format: Format): AsyncGenerator<Entry> {
   return format === 'csv' ? readCsv(input) : readNdjson(input);
@@ -84,7 +86,8 @@ async function* readCsv(input: Readable): AsyncGenerator<Entry> {
       relax_column_count: true,
       cast: (value, context) => {
         if (context.header) return value;
-        return value === '' && !context.quoting ? undefined : value;
+        if (value === '' && !context.quoting) return undefined;
+        return context.column === 'id' ? value : fromSpreadsheetText(value);
       },
     }),
   );
@@ -145,11 +148,39 @@ export function fileHeader(format: Format): string {
   return format === 'csv' ? `${COLUMNS.join(',')}\n` : '';
 }
 
-/** Plants as lines of this format: exact ids; in CSV no tag is an empty field, the empty tag `""`. */
-export function formatPlants(plants: PlantWithId[], format: Format): string {
-  if (format === 'ndjson') return plants.map((plant) => `${stringifyJson(plant)}\n`).join('');
+/**
+ * Plants as lines of this format: exact ids; in CSV no tag is an empty field, the empty tag `""`,
+ * and a name or tag that a spreadsheet would run as a formula starts with `'` (`spreadsheetText`).
+ * NDJSON escapes the characters a terminal obeys (`visible`), as valid JSON of the same values.
+ * `forTerminal`: CSV's text escaped the same way (it then no longer reads back exactly).
+ */
+export function formatPlants(plants: PlantWithId[], format: Format, { forTerminal = false } = {}): string {
+  if (format === 'ndjson') return plants.map((plant) => `${visible(stringifyJson(plant))}\n`).join('');
+  const text = (value: string) => spreadsheetText(forTerminal ? visible(value) : value);
   return stringifyCsv(
-    plants.map(({ id, name, tag }) => [id, name, tag]),
+    plants.map(({ id, name, tag }) => [id, text(name), tag === undefined ? undefined : text(tag)]),
     { cast: { bigint: String }, quoted_match: /^$/ },
   );
+}
+
+/**
+ * What spreadsheets take for a formula when a cell starts with it (OWASP's CSV injection list, and
+ * the full-width forms some normalise), after any number of `'`.
+ */
+const FORMULA_START = /^'*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+const PROTECTED = /^'+[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+
+/**
+ * Text a spreadsheet shows as text: a leading `'` before what would start a formula. Text that
+ * already starts with `'`s before such a character gets one more, so `fromSpreadsheetText` can
+ * take exactly one off and give every text back. (csv-stringify's `escape_formulas` does the
+ * first part only, so `'=x` would read back as `=x`.)
+ */
+export function spreadsheetText(text: string): string {
+  return FORMULA_START.test(text) ? `'${text}` : text;
+}
+
+/** The text `spreadsheetText` was given. */
+export function fromSpreadsheetText(text: string): string {
+  return PROTECTED.test(text) ? text.slice(1) : text;
 }

@@ -6,12 +6,13 @@ import {
   type RotatedWebhookSecret,
   RotatedWebhookSecretSchema,
   type WebhookDelivery,
+  WebhookDeliveryIdSchema,
   WebhookDeliverySchema,
   type WebhookEndpoint,
   WebhookEndpointSchema,
 } from '@plant-store/schema';
 import { z } from 'zod';
-import { type Answer, type Call, type CallOptions, nextLinkParam, withSmallIntegers } from './rest-send.ts';
+import { type Answer, type Call, type CallOptions, unusableAnswer, withSmallIntegers } from './rest-send.ts';
 
 /** Options of one webhook endpoint call. */
 export type EndpointCallOptions = Pick<CallOptions, 'signal'>;
@@ -25,7 +26,8 @@ export type DeliveryPage = {
   deliveries: WebhookDelivery[];
   /**
    * The `before` of the next (older) page (the server's `Link: <…>; rel="next"`), or `undefined`
-   * when this page is the last one.
+   * when this page is the last one. A delivery id, on a page that lists deliveries (else the
+   * answer is a `PlantStoreError`).
    */
   next: string | undefined;
 };
@@ -60,7 +62,10 @@ export type WebhookEndpointsClient = {
    * `next` as `before` to read the following (older) page.
    */
   deliveries(id: string, query?: DeliveriesQuery, options?: EndpointCallOptions): Promise<DeliveryPage>;
-  /** Every delivery of the endpoint, newest first, reading pages of `limit` as the loop goes. */
+  /**
+   * Every delivery of the endpoint, newest first, reading pages of `limit` as the loop goes. A
+   * server whose next page is one already read fails it with a `PlantStoreError`, not a loop.
+   */
   allDeliveries(
     id: string,
     query?: Pick<DeliveriesQuery, 'limit'>,
@@ -86,21 +91,22 @@ const DeliveryListAnswer = withSmallIntegers(z.array(WebhookDeliverySchema));
 /** The webhook endpoint methods of the REST client, over its `send`. */
 export function createEndpointsClient(send: Send): WebhookEndpointsClient {
   const path = (id: string) => `/webhook-endpoints/${encodeURIComponent(id)}`;
-  const deliveries = async (id: string, { limit, before }: DeliveriesQuery = {}, call?: CallOptions) => {
+  const readPage = async (id: string, { limit, before }: DeliveriesQuery = {}, call?: CallOptions) => {
     const query: Record<string, string> = {};
     if (limit !== undefined) query.limit = String(limit);
     if (before !== undefined) query.before = before;
-    const { data, headers, url } = await send(
+    const answer = await send(
       {
         method: 'GET',
         path: `${path(id)}/deliveries`,
         query,
         answer: DeliveryListAnswer,
         repeatable: 'safe',
+        next: 'before',
       },
       call,
     );
-    return { deliveries: data, next: nextLinkParam(headers.get('link'), url, 'before') };
+    return { answer, page: { deliveries: answer.data, next: nextBefore(answer) } };
   };
   return {
     async create(endpoint, call) {
@@ -136,13 +142,19 @@ export function createEndpointsClient(send: Send): WebhookEndpointsClient {
         )
       ).data;
     },
-    deliveries,
+    deliveries: async (id, query, call) => (await readPage(id, query, call)).page,
     async *allDeliveries(id, { limit } = {}, call) {
+      // Delivery ids are random, so a cursor cannot be checked to advance: the ones read are kept.
+      const read = new Set<string>();
       let before: string | undefined;
       do {
-        const page = await deliveries(id, { limit, before }, call);
+        const { answer, page } = await readPage(id, { limit, before }, call);
         yield* page.deliveries;
         before = page.next;
+        if (before !== undefined && read.has(before)) {
+          throw unusableAnswer(answer, 'GET', `its next page (before=${before}) was read already`);
+        }
+        if (before !== undefined) read.add(before);
       } while (before !== undefined);
     },
     async redeliver(id, deliveryId, call) {
@@ -155,4 +167,16 @@ export function createEndpointsClient(send: Send): WebhookEndpointsClient {
       return (await send({ method: 'POST', path: `${path(id)}/ping`, answer: DeliveryAnswer }, call)).data;
     },
   };
+}
+
+/** The `before` of the page following `answer`: a delivery id, which a page of deliveries links to. */
+function nextBefore(answer: Answer<WebhookDelivery[]>): string | undefined {
+  const { data, next } = answer;
+  if (next === undefined) return undefined;
+  if (!WebhookDeliveryIdSchema.safeParse(next).success) {
+    throw unusableAnswer(answer, 'GET', `its next page's before (${next}) is not a delivery id`);
+  }
+  if (data.length === 0)
+    throw unusableAnswer(answer, 'GET', 'it lists no deliveries but links to a next page');
+  return next;
 }

@@ -1,4 +1,5 @@
 import { ApiErrorSchema, parseJson, stringifyJson } from '@plant-store/schema';
+import { MAX_ANSWER_BYTES, MAX_ERROR_ANSWER_BYTES, readAnswer, UnusableAnswerError } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
 import { idempotencyKeyHeader, markRetriable } from './retry.ts';
 
@@ -34,9 +35,18 @@ export type Call<T> = {
    * attempt that may have deleted it then counts as done).
    */
   repeatable?: 'safe' | 'delete';
+  /** The query parameter that names the next page in the answer's `Link: <…>; rel="next"`. */
+  next?: string;
 };
 
-export type Answer<T> = { data: T; headers: Headers; url: string };
+export type Answer<T> = {
+  data: T;
+  status: number;
+  headers: Headers;
+  url: string;
+  /** The `next` parameter of the answer's next page; `undefined` on the last page. */
+  next?: string;
+};
 
 /** Where the server is and how to be let in. */
 type Server = { baseUrl: string | URL; token: string; fetch?: typeof globalThis.fetch };
@@ -45,7 +55,7 @@ type Server = { baseUrl: string | URL; token: string; fetch?: typeof globalThis.
 export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Server) {
   const root = String(baseUrl).replace(/\/+$/, '');
   return async <T>(
-    { method, path, query, body, answer, idempotencyKey }: Call<T>,
+    { method, path, query, body, answer, idempotencyKey, next }: Call<T>,
     call: CallOptions = {},
   ): Promise<Answer<T>> => {
     const search = new URLSearchParams(query).toString();
@@ -73,9 +83,10 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
       throw fail({ status: 0, reason: failureReason(cause), cause });
     }
     try {
-      text = await response.text();
+      text = await readAnswer(response, response.ok ? MAX_ANSWER_BYTES : MAX_ERROR_ANSWER_BYTES);
     } catch (cause) {
-      throw fail({ status: response.status, reason: 'the answer could not be read', cause });
+      const reason = cause instanceof UnusableAnswerError ? cause.message : 'the answer could not be read';
+      throw fail({ status: response.status, reason, cause });
     }
 
     if (!response.ok) {
@@ -87,10 +98,10 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
       if (response.status === 409 && response.headers.has('retry-after')) markRetriable(failure);
       throw failure;
     }
+    const { status, headers } = response;
     if (answer === undefined) {
-      if (text !== '')
-        throw fail({ status: response.status, reason: 'the answer has a body where none was expected' });
-      return { data: undefined as T, headers: response.headers, url };
+      if (text !== '') throw fail({ status, reason: 'the answer has a body where none was expected' });
+      return { data: undefined as T, status, headers, url };
     }
     let json: unknown;
     try {
@@ -106,8 +117,19 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
         cause: parsed.error,
       });
     }
-    return { data: parsed.data, headers: response.headers, url };
+    if (next === undefined) return { data: parsed.data, status, headers, url };
+    try {
+      return { data: parsed.data, status, headers, url, next: nextLinkParam(headers.get('link'), url, next) };
+    } catch (cause) {
+      const reason = `the answer's Link header is malformed (${(cause as Error).message})`;
+      throw fail({ status, reason, cause });
+    }
   };
+}
+
+/** The error for an answer the caller found it cannot use. */
+export function unusableAnswer({ status, url }: Answer<unknown>, method: string, reason: string) {
+  return new PlantStoreError({ method, url, status, reason });
 }
 
 /** The server's `Error` body, if `text` is one. */
@@ -141,13 +163,18 @@ function smallIntegersAsNumbers(value: unknown): unknown {
   return value;
 }
 
-/** The query parameter `name` of the `rel="next"` target of a `Link` header (RFC 8288). */
-export function nextLinkParam(link: string | null, base: string, name: string): string | undefined {
+/**
+ * The query parameter `name` of the `rel="next"` target of a `Link` header (RFC 8288). Throws
+ * when that target is not a URL, or has no such parameter: a next page the client cannot read
+ * must not pass for the last page.
+ */
+function nextLinkParam(link: string | null, base: string, name: string): string | undefined {
   for (const [, target, params] of (link ?? '').matchAll(/<([^>]*)>([^,]*)/g)) {
     const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;]+))/i.exec(params!);
     if (!(rel?.[1] ?? rel?.[2] ?? '').toLowerCase().split(/\s+/).includes('next')) continue;
     const value = new URL(target!, base).searchParams.get(name);
-    if (value !== null) return value;
+    if (value === null) throw new Error(`the next page's URL has no ${name} parameter`);
+    return value;
   }
   return undefined;
 }

@@ -8,6 +8,7 @@ import {
   PlantEventSchema,
   type PlantEventType,
   type PlantId,
+  PlantIdSchema,
   PlantSchema,
   type PlantWithId,
   PlantWithIdSchema,
@@ -15,7 +16,9 @@ import {
 } from '@plant-store/schema';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
+import { MAX_ERROR_ANSWER_BYTES, readAnswer } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
+import { EventTooLargeError, eventStreamGuard } from './event-stream-guard.ts';
 import { createEndpointsClient, type WebhookEndpointsClient } from './rest-endpoints.ts';
 import {
   type Answer,
@@ -23,8 +26,9 @@ import {
   type CallOptions,
   createSender,
   errorBody,
-  nextLinkParam,
+  unusableAnswer,
 } from './rest-send.ts';
+import { retryAfterMs } from './retry-after.ts';
 import { deleteAttempts, keyFor, type RetryOptions, withRetries } from './retry.ts';
 
 export type {
@@ -56,7 +60,9 @@ export type PlantPage = {
   plants: PlantWithId[];
   /**
    * The `after` of the next page (the server's `Link: <…>; rel="next"`), or `undefined` when this
-   * page is the last one.
+   * page is the last one. It always comes after this page's plants and the `after` asked for (an
+   * answer whose next page does not is a `PlantStoreError`): reading page after page never reads
+   * one twice, and every page read adds plants.
    */
   next: PlantId | undefined;
 };
@@ -102,6 +108,11 @@ export type EventsOptions = {
   signal?: AbortSignal;
   /** Called before each reconnection with why, and how long it waits first. */
   onReconnect?: (reconnect: { error: PlantStoreError; delayMs: number }) => void;
+  /**
+   * The longest wait before reconnecting, in ms, whatever the failures, `Retry-After` or the
+   * stream's `retry:` field say (default 30 000).
+   */
+  maxReconnectMs?: number;
 };
 
 const PlantListSchema = z.array(PlantWithIdSchema);
@@ -120,7 +131,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
       return withRetries(once, options.retry, call.signal);
     }
     if (request.repeatable === 'delete') {
-      const done: Answer<T> = { data: undefined as T, headers: new Headers(), url: '' };
+      const done: Answer<T> = { data: undefined as T, status: 204, headers: new Headers(), url: '' };
       return withRetries(deleteAttempts(once, done), options.retry, call.signal);
     }
     return once();
@@ -139,15 +150,11 @@ export function createRestClient(options: RestClientOptions): RestClient {
       const query: Record<string, string> = {};
       if (limit !== undefined) query.limit = String(limit);
       if (after !== undefined) query.after = String(after);
-      const { data, headers, url } = await send(
-        { method: 'GET', path: '/plants', query, answer: PlantListSchema },
+      const answer = await send(
+        { method: 'GET', path: '/plants', query, answer: PlantListSchema, next: 'after' },
         call,
       );
-      const next = nextLinkParam(headers.get('link'), url, 'after');
-      return {
-        plants: data,
-        next: next !== undefined && INTEGER_LITERAL.test(next) ? BigInt(next) : undefined,
-      };
+      return { plants: answer.data, next: nextAfter(answer, after) };
     },
     async getPlant(id, call) {
       return (await send({ method: 'GET', path: `/plants/${id}`, answer: PlantWithIdSchema }, call)).data;
@@ -161,16 +168,35 @@ export function createRestClient(options: RestClientOptions): RestClient {
   };
 }
 
+/**
+ * The `after` of the page following `answer`, which must come after its plants (the api's is the
+ * last plant's id) and after the `after` it was asked with: a server whose next page repeats one
+ * would keep a reader of every page going forever.
+ */
+function nextAfter(answer: Answer<PlantWithId[]>, after: PlantId | undefined): PlantId | undefined {
+  const { data, next } = answer;
+  if (next === undefined) return undefined;
+  const unusable = (reason: string) => unusableAnswer(answer, 'GET', reason);
+  const parsed = INTEGER_LITERAL.test(next) ? PlantIdSchema.safeParse(BigInt(next)) : undefined;
+  if (!parsed?.success) throw unusable(`its next page's after (${next}) is not a plant id`);
+  const last = data.at(-1)?.id;
+  if (last === undefined) throw unusable('it lists no plants but links to a next page');
+  if (parsed.data < last || (after !== undefined && parsed.data <= after)) {
+    throw unusable(`its next page (after=${next}) does not come after the plants it lists`);
+  }
+  return parsed.data;
+}
+
 /** The first wait before reconnecting, until the server's `retry:` says otherwise. */
 const RECONNECT_MS = 1_000;
-/** The longest wait between two attempts, whatever the failures, `retry:` or Retry-After say. */
+/** The longest wait between two attempts by default, whatever the failures, `retry:` or Retry-After say. */
 const MAX_RECONNECT_MS = 30_000;
 /** Statuses worth trying again: the server is busy, restarting, or behind a proxy that is. */
 const RETRIED = new Set([408, 429, 500, 502, 503, 504]);
 
 async function* streamEvents(
   { baseUrl, token, fetch = globalThis.fetch }: RestClientOptions,
-  { after, types, signal, onReconnect }: EventsOptions = {},
+  { after, types, signal, onReconnect, maxReconnectMs = MAX_RECONNECT_MS }: EventsOptions = {},
 ): AsyncGenerator<PlantEvent, void, undefined> {
   const filter = types === undefined ? '' : `?types=${types.join(',')}`;
   const url = `${String(baseUrl).replace(/\/+$/, '')}/plants/events${filter}`;
@@ -196,14 +222,20 @@ async function* streamEvents(
         signal: connection.signal,
       });
       if (!response.ok) {
-        const text = await response.text();
+        const text = await readAnswer(response, MAX_ERROR_ANSWER_BYTES).catch(() => '');
         const error = fail({ status: response.status, body: errorBody(text), reason: response.statusText });
         if (!RETRIED.has(response.status)) throw error;
         // A server that says when to come back is waited for as it says, without growing the backoff:
         // a long shutdown answering 503 must not leave a 30 s wait for the instance that replaces it.
-        const told = retryAfter(response.headers.get('retry-after'));
+        const told = retryAfterMs(response.headers.get('retry-after'));
         if (told === undefined) failures++;
-        wait = { error, delayMs: told ?? backoff(reconnectMs, failures) };
+        wait = {
+          error,
+          delayMs:
+            told === undefined
+              ? backoff(reconnectMs, failures, maxReconnectMs)
+              : Math.min(told, maxReconnectMs),
+        };
       } else {
         if (!response.headers.get('content-type')?.startsWith('text/event-stream') || !response.body) {
           throw fail({ status: response.status, reason: 'the answer is not an event stream' });
@@ -213,13 +245,14 @@ async function* streamEvents(
         const parser = createParser({
           onEvent: (message) => messages.push(message),
           onRetry: (ms) => {
-            reconnectMs = Math.min(ms, MAX_RECONNECT_MS);
+            reconnectMs = Math.min(ms, maxReconnectMs);
           },
         });
+        const guard = eventStreamGuard({ maxRetryMs: maxReconnectMs });
         const decoder = new TextDecoder();
         try {
           for await (const chunk of response.body) {
-            parser.feed(decoder.decode(chunk, { stream: true }));
+            parser.feed(guarded(guard, decoder.decode(chunk, { stream: true }), fail));
             for (const message of messages.splice(0)) {
               const event = toEvent(message, fail);
               last = event.id;
@@ -232,7 +265,7 @@ async function* streamEvents(
           failures++;
           wait = {
             error: fail({ status: 0, reason: failureReason(cause), cause }),
-            delayMs: backoff(reconnectMs, failures),
+            delayMs: backoff(reconnectMs, failures, maxReconnectMs),
           };
         }
       }
@@ -242,7 +275,7 @@ async function* streamEvents(
       failures++;
       wait = {
         error: fail({ status: 0, reason: failureReason(cause), cause }),
-        delayMs: backoff(reconnectMs, failures),
+        delayMs: backoff(reconnectMs, failures, maxReconnectMs),
       };
     } finally {
       signal?.removeEventListener('abort', abort);
@@ -271,20 +304,28 @@ function toEvent(
   return parsed.data;
 }
 
-/** `base` doubled per failure in a row (the first waits `base`), at most MAX_RECONNECT_MS. */
-function backoff(base: number, failures: number): number {
-  return Math.min(base * 2 ** Math.max(0, failures - 1), MAX_RECONNECT_MS);
+/** The stream's text through its guard; an event too large for it ends the stream with a PlantStoreError. */
+function guarded(
+  guard: (text: string) => string,
+  text: string,
+  fail: (init: { status: number; reason: string }) => PlantStoreError,
+): string {
+  try {
+    return guard(text);
+  } catch (error) {
+    if (error instanceof EventTooLargeError) throw fail({ status: 200, reason: error.message });
+    throw error;
+  }
 }
 
-/** A `Retry-After` header (seconds or an HTTP date) in milliseconds, at most MAX_RECONNECT_MS. */
-function retryAfter(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const ms = /^[0-9]+$/.test(header.trim()) ? Number(header) * 1000 : Date.parse(header) - Date.now();
-  return Number.isNaN(ms) ? undefined : Math.min(Math.max(ms, 0), MAX_RECONNECT_MS);
+/** `base` doubled per failure in a row (the first waits `base`), at most `max`. */
+function backoff(base: number, failures: number, max: number): number {
+  return Math.min(base * 2 ** Math.max(0, failures - 1), max);
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
+/** Resolves after `ms`, or at once when `signal` aborts (or has: `onReconnect` may abort it). */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);

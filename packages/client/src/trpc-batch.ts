@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { NewPlant } from '@plant-store/schema';
+import { answerTooLarge, MAX_ANSWER_BYTES, UnusableAnswerError } from './answer-read.ts';
 import type { Backoff, Reply } from './backoff.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
 
@@ -14,7 +15,10 @@ export type BatchOptions = {
   timeoutMs: number;
 };
 
-type Item = { result?: unknown; error?: { json?: { message?: unknown; data?: { httpStatus?: unknown } } } };
+type Item = {
+  result?: unknown;
+  error?: { json?: { message?: unknown; data?: { httpStatus?: unknown } | null } | null } | null;
+};
 type Answer = Reply & { statusText: string; text: string };
 
 /**
@@ -44,8 +48,14 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
         },
         (response) => {
           let text = '';
+          let bytes = 0;
           response.setEncoding('utf8');
           response.on('data', (chunk: string) => {
+            bytes += Buffer.byteLength(chunk);
+            if (bytes > MAX_ANSWER_BYTES) {
+              request.destroy(answerTooLarge(response.statusCode ?? 0, MAX_ANSWER_BYTES));
+              return;
+            }
             text += chunk;
           });
           response.on('error', reject);
@@ -83,6 +93,7 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
     try {
       response = await backoff.send(() => post(url, text));
     } catch (cause) {
+      if (cause instanceof UnusableAnswerError) return fail(cause.status, cause.message, cause);
       return fail(0, failureReason(cause), cause);
     }
     try {
@@ -105,10 +116,13 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
       }
       return fail(response.status, response.statusText || 'the answer is not a tRPC batch answer');
     }
+    if (!answer.every((item) => typeof item === 'object' && item !== null)) {
+      return fail(response.status, 'the answer is not a tRPC batch answer');
+    }
     return (answer as Item[]).map((item) => {
       if (item.error === undefined) return { status: 'fulfilled', value: item.result };
-      const status = item.error.json?.data?.httpStatus;
-      const message = item.error.json?.message;
+      const status = item.error?.json?.data?.httpStatus;
+      const message = item.error?.json?.message;
       const known = typeof status === 'number' && typeof message === 'string';
       return {
         status: 'rejected',

@@ -12,9 +12,10 @@ import {
   type TRPCRequestOptions,
   TRPCUntypedClient,
 } from '@trpc/client';
-import { EventSource } from 'eventsource';
 import superjson from 'superjson';
+import { readingFetch, UnusableAnswerError } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
+import { guardEventStream } from './event-stream-guard.ts';
 import {
   deleteAttempts,
   idempotencyKeyHeader,
@@ -23,6 +24,7 @@ import {
   type RetryOptions,
   withRetries,
 } from './retry.ts';
+import { TrpcEventSource } from './trpc-event-source.ts';
 
 /** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
 const KEYED = new Set(['plants.create', 'plants.delete']);
@@ -41,7 +43,7 @@ const REPEATABLE_DELETE = 'webhookEndpoints.delete';
 /** Calls per HTTP request unless `batch.maxItems` says otherwise. */
 const DEFAULT_MAX_ITEMS = 10;
 
-/** The wait before resubscribing after a subscription failed, doubled per failure in a row up to this. */
+/** The wait before resubscribing after a subscription failed, doubled per failure in a row up to `max`. */
 const RESUBSCRIBE_MS = { first: 1_000, max: 30_000 };
 /** Statuses a subscription is retried on (busy, restarting); no status at all (network) is too. */
 const RETRIED = new Set([408, 429, 500, 502, 503, 504]);
@@ -68,6 +70,11 @@ export type TrpcClientOptions = {
    * `{ attempts: 1 }` creates and deletes carry no key and are batched like every other call.
    */
   retry?: RetryOptions;
+  /**
+   * The longest wait before a subscription reconnects, in ms, whatever the failures or the event
+   * stream's `retry:` field say (default 30 000).
+   */
+  maxReconnectMs?: number;
 };
 
 /**
@@ -90,12 +97,14 @@ export function createTrpcClient({
   baseUrl,
   token,
   batch = {},
-  fetch,
+  fetch = globalThis.fetch,
   retry,
+  maxReconnectMs = RESUBSCRIBE_MS.max,
 }: TrpcClientOptions): TrpcClient {
   const url = `${String(baseUrl).replace(/\/+$/, '')}/trpc`;
   const authorization = `Bearer ${token}`;
-  const calls = splitLink<AppRouter>({
+  const calls = readingFetch(fetch);
+  const callLinks = splitLink<AppRouter>({
     // The server takes a key from the header of a request of one call.
     condition: (op) => typeof op.context.idempotencyKey === 'string',
     true: httpLink({
@@ -105,37 +114,41 @@ export function createTrpcClient({
         authorization,
         'idempotency-key': idempotencyKeyHeader(op.context.idempotencyKey as string),
       }),
-      ...(fetch && { fetch }),
+      fetch: calls,
     }),
     false: httpBatchLink({
       url,
       transformer: superjson,
       maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
       headers: { authorization },
-      ...(fetch && { fetch }),
+      fetch: calls,
     }),
   });
   const subscriptions = [
     // Resubscribes with the last tracked id when EventSource gives up (an answer other than 200).
     retryLink<AppRouter>({
       retry: ({ op, error }) => op.type === 'subscription' && isRetried(subscriptionStatus(error)),
-      retryDelayMs: (attempt) => Math.min(RESUBSCRIBE_MS.first * 2 ** (attempt - 1), RESUBSCRIBE_MS.max),
+      retryDelayMs: (attempt) => Math.min(RESUBSCRIBE_MS.first * 2 ** (attempt - 1), maxReconnectMs),
     }),
-    httpSubscriptionLink<AppRouter, typeof EventSource>({
+    httpSubscriptionLink<AppRouter, typeof TrpcEventSource>({
       url,
       transformer: superjson,
-      EventSource,
-      // EventSource itself reconnects after a network error or a clean end, with Last-Event-ID.
+      EventSource: TrpcEventSource,
+      // EventSource itself reconnects after a network error or a clean end, with Last-Event-ID,
+      // after the stream's own `retry:` delay: the guard caps it, and the size of an event.
       eventSourceOptions: {
-        fetch: (input, init) =>
-          (fetch ?? globalThis.fetch)(input, { ...init, headers: { ...init?.headers, authorization } }),
+        fetch: async (input, init) =>
+          guardEventStream(
+            await fetch(input, { ...init, headers: { ...init?.headers, authorization } }),
+            maxReconnectMs,
+          ),
       },
     }),
   ];
   const link = splitLink<AppRouter>({
     condition: (op) => op.type === 'subscription',
     true: subscriptions,
-    false: calls,
+    false: callLinks,
   });
   return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url, retry));
 }
@@ -226,8 +239,13 @@ function toPlantStoreError(error: unknown, method: string, url: string): unknown
     if (httpStatus === 409 && headers?.has('retry-after')) markRetriable(failure);
     return failure;
   }
-  // No tRPC error body: the request failed, or the answer was not tRPC's (e.g. a proxy's 502 page),
-  // or a subscription's EventSource failed (its error event has the status as `code`).
+  // An answer that arrived but cannot be used (not JSON, such as a proxy's 502 page, or too large).
+  if (error.cause instanceof UnusableAnswerError) {
+    const { status, message } = error.cause;
+    return new PlantStoreError({ method, url, status, reason: message, cause: error });
+  }
+  // No tRPC error body: the request failed, or a subscription's EventSource failed (its error
+  // event has the status as `code`).
   const response = error.meta?.response as { status?: unknown } | undefined;
   const code = (error.cause as { code?: unknown } | undefined)?.code;
   const status = typeof response?.status === 'number' ? response.status : typeof code === 'number' ? code : 0;

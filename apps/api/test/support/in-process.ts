@@ -38,6 +38,8 @@ export async function startInProcess(
     /** API_TOKENS; `null` leaves it unset (on SQLite the service then generates a token). */
     token?: string | null;
     tokens?: readonly TestToken[];
+    /** The console's built files for /app/ (`startServer`'s `webAppDir`). */
+    webAppDir?: string;
   } = {},
 ): Promise<RunningApi> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'plant-store-'));
@@ -61,7 +63,7 @@ export async function startInProcess(
     for (const { name, secret, scopes } of options.tokens ?? []) {
       await store.tokens.create({ name, digest: tokenDigest(secret), scopes: [...scopes] });
     }
-    running = await startServer(config, { store, log });
+    running = await startServer(config, { store, log, webAppDir: options.webAppDir });
   } catch (error) {
     await store.close();
     throw error;

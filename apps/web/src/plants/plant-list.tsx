@@ -1,0 +1,130 @@
+import type { PlantWithId } from '@plant-store/schema';
+import { useEffect, useRef } from 'react';
+import { describeFailure } from '../failure.ts';
+import type { PlantFilter } from './list-query.ts';
+import type { usePlants } from './use-plants.ts';
+
+type Props = {
+  plants: ReturnType<typeof usePlants>;
+  filter: PlantFilter;
+  onFilter(filter: PlantFilter): void;
+  onDelete(plant: PlantWithId): void;
+  headingRef: React.RefObject<HTMLHeadingElement | null>;
+};
+
+/**
+ * The plants in id order, a page at a time: the next page loads when the end of the table scrolls
+ * into view, or with `Load more`. Ids are shown as the api sent them (bigint, every digit).
+ */
+export function PlantList({ plants, filter, onFilter, onDelete, headingRef }: Props) {
+  const { list, loaded } = plants;
+  const more = list.hasNextPage;
+  const end = useRef<HTMLDivElement>(null);
+  const canLoad = more && !list.isFetching && !list.isError;
+  const { fetchNextPage } = list;
+
+  // While the end of the table is in view, load the next page: observed anew after each page, so a
+  // page that does not fill the screen (or a filter that hides most of it) loads the next one too.
+  useEffect(() => {
+    const element = end.current;
+    if (!canLoad || element === null) return;
+    const observer = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((entry) => entry.isIntersecting)) void fetchNextPage();
+      },
+      { rootMargin: '200px' },
+    );
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [canLoad, fetchNextPage]);
+
+  const failure = list.isError ? describeFailure(list.error) : undefined;
+  return (
+    <section aria-labelledby="plants-heading" className="plants">
+      <div className="plants-header">
+        <h2 id="plants-heading" ref={headingRef} tabIndex={-1}>
+          Plants
+        </h2>
+        <label className="filter">
+          Filter by tag{' '}
+          <input
+            type="search"
+            value={filter.tag}
+            onChange={(event) => onFilter({ ...filter, tag: event.target.value })}
+            spellCheck={false}
+          />
+        </label>
+      </div>
+      <table>
+        <caption className="visually-hidden">Plants in id order</caption>
+        <thead>
+          <tr>
+            <th scope="col">ID</th>
+            <th scope="col">Name</th>
+            <th scope="col">Tag</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {plants.plants.map((plant) => (
+            <tr key={String(plant.id)}>
+              <td className="id">{String(plant.id)}</td>
+              <td>{plant.name}</td>
+              <td>{plant.tag ?? ''}</td>
+              <td>
+                <button type="button" aria-label={`Delete plant ${plant.id}`} onClick={() => onDelete(plant)}>
+                  Delete
+                </button>
+              </td>
+            </tr>
+          ))}
+          {plants.plants.length === 0 && (
+            <tr>
+              <td colSpan={4} className="empty">
+                {emptyMessage({
+                  pending: list.isPending,
+                  failed: failure !== undefined,
+                  loaded,
+                  more,
+                  filter,
+                })}
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+      <div ref={end} />
+      {failure !== undefined && (
+        <p role="alert" className="error">
+          The plants could not be listed: {failure.message}
+        </p>
+      )}
+      <p className="list-footer">
+        <span>
+          {loaded} {loaded === 1 ? 'plant' : 'plants'} loaded{more ? ', more in the store' : ''}.
+        </span>
+        {more && (
+          <button type="button" onClick={() => void fetchNextPage()} disabled={list.isFetchingNextPage}>
+            {list.isFetchingNextPage ? 'Loading…' : 'Load more'}
+          </button>
+        )}
+      </p>
+    </section>
+  );
+}
+
+function emptyMessage(state: {
+  pending: boolean;
+  failed: boolean;
+  loaded: number;
+  more: boolean;
+  filter: PlantFilter;
+}): string {
+  if (state.pending) return 'Loading plants…';
+  if (state.failed) return 'No plants to show.';
+  if (state.loaded === 0 && !state.more) return 'The store holds no plants yet. Add one above.';
+  const where = state.more ? ' among those loaded so far' : '';
+  return `No plant has the tag “${state.filter.tag}”${where}.`;
+}
