@@ -1,5 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { isConfiguredTokenName, isScope, newTokenSecret, tokenDigest } from './auth.ts';
+import { ALL_SCOPES, isConfiguredTokenName, isScope, newTokenSecret, tokenDigest } from './auth.ts';
 import type { Config } from './config.ts';
 import { isSchemaVersion } from './store/migrate.ts';
 import { LATEST_VERSION } from './store/migrations.ts';
@@ -11,7 +11,8 @@ export const USAGE = `Usage: main.js [command]
   (none)                                     serve the api
   migrate [--to N]                           apply pending store migrations; with --to, take the schema
                                              to version N instead, reverting newer ones (0: none)
-  token create --name NAME [--scope read|write|webhooks]...   issue a token (read and write unless given);
+  token create --name NAME [--scope read|write|webhooks|metrics]...   issue a token (read and write
+                                             unless given; metrics: scrape /metrics);
                                              prints it once;
                                              api-token-N and generated are reserved for configured tokens
   token list                                 list issued tokens (never their secrets)
@@ -80,7 +81,7 @@ async function createToken(store: PlantStore, args: string[]): Promise<number> {
     throw new UsageError(`--name "${name}" is reserved for configured tokens (api-token-N, generated)`);
   }
   const scopes = [...new Set((scope as string[] | undefined) ?? ['read', 'write'])];
-  if (!scopes.every(isScope)) throw new UsageError('--scope must be read, write or webhooks');
+  if (!scopes.every(isScope)) throw new UsageError(`--scope must be one of ${ALL_SCOPES.join(', ')}`);
   const secret = newTokenSecret();
   if (!(await store.tokens.create({ name, digest: tokenDigest(secret), scopes }))) {
     process.stderr.write(`A token named "${name}" already exists (revoked tokens keep their name).\n`);

@@ -138,6 +138,7 @@ export const EnvSchema = z.object({
   EVENT_STREAM_BUFFER: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
   EVENTS_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   EVENTS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  EVENTS_REPLAY_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   IDEMPOTENCY_TTL_MS: z.coerce.number().int().min(1_000).max(2_592_000_000).default(86_400_000),
   IDEMPOTENCY_IN_FLIGHT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
 });
@@ -344,6 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       buffer: e.EVENT_STREAM_BUFFER,
       heartbeatMs: e.EVENTS_HEARTBEAT_MS,
       pollMs: e.EVENTS_POLL_MS,
+      maxReplay: e.EVENTS_REPLAY_MAX,
     },
     apiTokens: e.API_TOKENS,
     logLevel: e.LOG_LEVEL,

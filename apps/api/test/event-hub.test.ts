@@ -7,7 +7,7 @@ import type { PlantStore, StoredEvent } from '../src/store/store.ts';
 import { TOKEN } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
-const LIMITS = { maxStreams: 10, maxStreamsPerToken: 10, buffer: 5, pollMs: 50 };
+const LIMITS = { maxStreams: 10, maxStreamsPerToken: 10, buffer: 5, pollMs: 50, maxReplay: 10_000 };
 
 /** Takes `count` events from a stream's iterator. */
 async function take(iterator: AsyncIterator<StoredEvent>, count: number): Promise<StoredEvent[]> {
@@ -216,6 +216,94 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     expect(stream.drain().map((event) => event.plant.id)).toStrictEqual([3n]);
     stream.close();
     expect(await stream.ended).toBe('closed');
+  });
+
+  it('counts the events after an id through the log, no further than the limit', async () => {
+    for (let id = 1n; id <= 8n; id++) await store.create({ id, name: 'Fern' });
+    const [first] = await store.events.after(0n, 1);
+    expect(await store.events.countAfter(0n, 100)).toBe(8);
+    expect(await store.events.countAfter(0n, 5)).toBe(5);
+    expect(await store.events.countAfter(first!.id + 5n, 100)).toBe(2);
+    expect(await store.events.countAfter(first!.id + 7n, 100)).toBe(0);
+  });
+
+  it('refuses to replay more than maxReplay events (410), however a stream resumes', async () => {
+    const bounded = createEventHub(store.events, { ...LIMITS, maxReplay: 5 }, pino({ level: 'silent' }));
+    try {
+      for (let id = 1n; id <= 8n; id++) await store.create({ id, name: 'Fern' });
+      const [, , third] = await store.events.after(0n, 3);
+      for (const after of [0n, third!.id - 1n]) {
+        await expect(bounded.open({ tokenName: 'tester', after })).rejects.toMatchObject({
+          status: 410,
+          message:
+            `More than 5 events follow ${after}, more than a stream replays (see EVENTS_REPLAY_MAX); ` +
+            'start again without a resume id and list the plants to catch up.',
+        });
+      }
+      expect(bounded.size).toBe(0);
+      // Exactly 5 follow the third: replayed, then live.
+      const iterator = (await bounded.open({ tokenName: 'tester', after: third!.id }))[
+        Symbol.asyncIterator
+      ]();
+      expect((await take(iterator, 5)).map((event) => event.plant.id)).toStrictEqual([4n, 5n, 6n, 7n, 8n]);
+      await iterator.return?.(undefined);
+      // Without a resume id nothing is replayed, whatever the log holds.
+      expect((await bounded.open({ tokenName: 'tester' })).drain()).toStrictEqual([]);
+    } finally {
+      bounded.close();
+    }
+  });
+
+  it('shares a full instance fairly: a token below its share takes the place of the largest holder’s oldest stream', async () => {
+    const fair = createEventHub(store.events, { ...LIMITS, maxStreams: 10, maxStreamsPerToken: 20 }, pino({ level: 'silent' }));
+    try {
+      const held = new Map<string, { stream: Awaited<ReturnType<EventHub['open']>>; ended?: string }[]>();
+      /** Opens streams for `token` until refused; resolves with the status that refused it. */
+      const openUntilRefused = async (token: string) => {
+        for (;;) {
+          try {
+            const stream = await fair.open({ tokenName: token });
+            const entry: { stream: typeof stream; ended?: string } = { stream };
+            void stream.ended.then((reason) => {
+              entry.ended = reason;
+            });
+            held.set(token, [...(held.get(token) ?? []), entry]);
+          } catch (error) {
+            return (error as { status: number }).status;
+          }
+        }
+      };
+      const live = (token: string) =>
+        (held.get(token) ?? []).filter((entry) => entry.ended === undefined).length;
+      const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+      // One token fills the instance; it is then refused 503 (no holder has two more than it).
+      expect(await openUntilRefused('greedy')).toBe(503);
+      expect(live('greedy')).toBe(10);
+      // A second token takes places until both hold their share: floor(10 / 2) = 5 each.
+      expect(await openUntilRefused('second')).toBe(503);
+      await settle();
+      expect([live('greedy'), live('second')]).toStrictEqual([5, 5]);
+      // The streams that gave their places were the greedy token's oldest, ended as 'displaced'.
+      const greedy = held.get('greedy')!;
+      expect(greedy.map((entry) => entry.ended ?? 'open')).toStrictEqual([
+        ...Array(5).fill('displaced'),
+        ...Array(5).fill('open'),
+      ]);
+      // A third: each of the 3 holds at least floor(10 / 3) = 3, and the instance stays full.
+      expect(await openUntilRefused('third')).toBe(503);
+      await settle();
+      const counts = ['greedy', 'second', 'third'].map(live);
+      expect(counts.reduce((a, b) => a + b)).toBe(10);
+      expect(Math.min(...counts)).toBeGreaterThanOrEqual(3);
+      expect(fair.size).toBe(10);
+      // No back and forth: the largest holder, reopening, is refused rather than displacing.
+      expect(await openUntilRefused('greedy')).toBe(503);
+      await settle();
+      expect(['greedy', 'second', 'third'].map(live)).toStrictEqual(counts);
+    } finally {
+      fair.close();
+    }
   });
 
   it('ends every stream on close and refuses new ones', async () => {

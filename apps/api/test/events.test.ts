@@ -206,22 +206,117 @@ describe('event streams of one SQLite instance', () => {
     }
   });
 
-  it('limits the streams of the instance (EVENT_STREAMS_MAX): 503 with Retry-After, whatever the token', async () => {
-    const api = await startApiProcess({
-      env: { EVENT_STREAMS_MAX: '2', API_TOKENS: `${TOKEN},second-token-0123456789` },
-    });
+  it('limits the streams of the instance (EVENT_STREAMS_MAX): 503 with Retry-After once every token holds its share', async () => {
+    const SECOND = 'second-token-0123456789';
+    const api = await startApiProcess({ env: { EVENT_STREAMS_MAX: '2', API_TOKENS: `${TOKEN},${SECOND}` } });
     try {
-      const streams = [await openSse(`${api.url}/plants/events`), await openSse(`${api.url}/plants/events`)];
-      const refused = await send(`${api.url}/plants/events`, {
-        headers: { authorization: 'Bearer second-token-0123456789' },
-      });
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('1');
-      expect(refused.json).toStrictEqual({
-        error: 503,
-        message: 'This instance serves 2 event streams already; retry in a second.',
-      });
+      const streams = [
+        await openSse(`${api.url}/plants/events`),
+        await openSse(`${api.url}/plants/events`, { authorization: `Bearer ${SECOND}` }),
+      ];
+      expect(streams.map((stream) => stream.status)).toStrictEqual([200, 200]);
+      for (const token of [TOKEN, SECOND]) {
+        const refused = await send(`${api.url}/plants/events`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        expect(refused.status).toBe(503);
+        expect(refused.headers.get('retry-after')).toBe('1');
+        expect(refused.json).toStrictEqual({
+          error: 503,
+          message: 'This instance serves 2 event streams already; retry in a second.',
+        });
+      }
       for (const stream of streams) stream.close();
+    } finally {
+      await api.stop();
+      api.cleanup();
+    }
+  });
+
+  it('shares a full instance between tokens: a token below its share takes the place of the largest holder’s oldest stream, which ends cleanly and resumes by id', async () => {
+    const SECOND = 'second-token-0123456789';
+    const api = await startApiProcess({ env: { EVENT_STREAMS_MAX: '4', API_TOKENS: `${TOKEN},${SECOND}` } });
+    const streams: SseStream[] = [];
+    const sseAs = async (token: string, headers: Record<string, string> = {}) => {
+      const stream = await openSse(`${api.url}/plants/events`, {
+        authorization: `Bearer ${token}`,
+        ...headers,
+      });
+      streams.push(stream);
+      return stream;
+    };
+    try {
+      const first = [await sseAs(TOKEN), await sseAs(TOKEN), await sseAs(TOKEN), await sseAs(TOKEN)];
+      expect(first.map((stream) => stream.status)).toStrictEqual([200, 200, 200, 200]);
+      await postPlant(api.url, '{"id":1,"name":"Fern"}');
+      const [seen] = await first[0]!.waitFor(1);
+      // The instance is full; the second token holds none: the first token's oldest stream makes room.
+      const second = await sseAs(SECOND);
+      expect(second.status).toBe(200);
+      expect(await first[0]!.ended).toBe('end');
+      expect(first[0]!.comments).toContain(
+        "closed: this instance's streams are shared between tokens, and this token held the most; reconnect to resume",
+      );
+      // Resuming it now: 3 against 1 is within one of a fair share, so it waits its turn (503).
+      const refused = await sseAs(TOKEN, { 'last-event-id': seen!.id });
+      expect([refused.status, refused.body]).toStrictEqual([
+        503,
+        { error: 503, message: 'This instance serves 4 event streams already; retry in a second.' },
+      ]);
+      // The second token takes one more place (3 against 1), then 2 against 2 is fair: refused.
+      expect((await sseAs(SECOND)).status).toBe(200);
+      expect(await first[1]!.ended).toBe('end');
+      expect((await sseAs(SECOND)).status).toBe(503);
+      expect(first.slice(2).every((stream) => stream.events.length === 1)).toBe(true);
+      // Once the second token lets one go, the first resumes by id: nothing missed, nothing twice.
+      second.close();
+      await postPlant(api.url, '{"id":2,"name":"Cactus"}');
+      await sleep(200);
+      const resumed = await sseAs(TOKEN, { 'last-event-id': seen!.id });
+      expect(resumed.status).toBe(200);
+      expect(summary(data({ ...resumed, events: await resumed.waitFor(1) }))).toStrictEqual([
+        created(2n, 'Cactus'),
+      ]);
+    } finally {
+      for (const stream of streams) stream.close();
+      await api.stop();
+      api.cleanup();
+    }
+  });
+
+  it('answers 410 to a resume from further back than EVENTS_REPLAY_MAX, by ?after=, Last-Event-ID or tRPC’s lastEventId', async () => {
+    const api = await startApiProcess({ env: { EVENTS_REPLAY_MAX: '3' } });
+    try {
+      for (const id of [1, 2, 3, 4, 5]) await postPlant(api.url, `{"id":${id},"name":"Fern"}`);
+      const gone = {
+        error: 410,
+        message:
+          'More than 3 events follow 0, more than a stream replays (see EVENTS_REPLAY_MAX); start again without a resume id and list the plants to catch up.',
+      };
+      const byQuery = await openSse(`${api.url}/plants/events?after=0`);
+      expect([byQuery.status, byQuery.body]).toStrictEqual([410, gone]);
+      const byHeader = await openSse(`${api.url}/plants/events`, { 'last-event-id': '0' });
+      expect([byHeader.status, byHeader.body]).toStrictEqual([410, gone]);
+      // Over tRPC the stream opens (200) and carries the error; the client's link stops there.
+      const input = encodeURIComponent(JSON.stringify({ json: { lastEventId: '0' } }));
+      const subscription = await openSse(`${api.url}/trpc/plants.events?input=${input}`);
+      const [, error] = await subscription.waitFor(2);
+      expect(error).toMatchObject({
+        event: 'serialized-error',
+        data: { json: { message: gone.message, data: { code: 'NOT_FOUND', path: 'plants.events' } } },
+      });
+      subscription.close();
+      // From the second event (ids start at 1), exactly 3 follow: replayed. Without a resume id, none.
+      const bounded = await openSse(`${api.url}/plants/events?after=2`);
+      expect(summary(data({ ...bounded, events: await bounded.waitFor(3) }))).toStrictEqual([
+        created(3n, 'Fern'),
+        created(4n, 'Fern'),
+        created(5n, 'Fern'),
+      ]);
+      bounded.close();
+      const fresh = await openSse(`${api.url}/plants/events`);
+      expect(fresh.status).toBe(200);
+      fresh.close();
     } finally {
       await api.stop();
       api.cleanup();

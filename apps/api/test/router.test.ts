@@ -67,7 +67,7 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
     store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
     events = createEventHub(
       store.events,
-      { maxStreams: 10, maxStreamsPerToken: 5, buffer: 100, pollMs: 50 },
+      { maxStreams: 10, maxStreamsPerToken: 5, buffer: 100, pollMs: 50, maxReplay: 10_000 },
       pino({ level: 'silent' }),
     );
   });

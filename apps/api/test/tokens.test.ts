@@ -134,6 +134,25 @@ describe.each(testStores())('issued tokens on $name', (testStore) => {
     expect(listed.find((token) => token.name === 'ci-bot').revokedAt).toEqual(expect.any(String));
   });
 
+  it('issues a token with the metrics scope, which scrapes /metrics and reads no plant; a read token gets 403 there', async () => {
+    const scraper = (
+      await admin('token', 'create', '--name', 'prometheus', '--scope', 'metrics')
+    ).stdout.trim();
+    const reader = (await admin('token', 'create', '--name', 'dashboard', '--scope', 'read')).stdout.trim();
+    for (const api of apis) {
+      const scrape = (secret: string) =>
+        send(`${api.url}/metrics`, { headers: { authorization: `Bearer ${secret}` } });
+      await eventually(async () => (await scrape(scraper)).status === 200, REFRESH_MS * 10);
+      await eventually(async () => (await scrape(reader)).status !== 401, REFRESH_MS * 10);
+      expect((await scrape(scraper)).text).toContain('plant_store_http_requests_total');
+      expect((await scrape(reader)).status).toBe(403);
+      const plants = await send(`${api.url}/plants`, { headers: { authorization: `Bearer ${scraper}` } });
+      expect(plants.status).toBe(403);
+    }
+    const listed = (await admin('token', 'list')).stdout;
+    expect(listed).toContain('{"name":"prometheus","scopes":["metrics"],');
+  });
+
   it('refuses a second token of the same name and bad usage', async () => {
     await expect(admin('token', 'create', '--name', 'reporting')).rejects.toMatchObject({ code: 1 });
     await expect(admin('token', 'create', '--name', 'x', '--scope', 'admin')).rejects.toMatchObject({

@@ -12,7 +12,11 @@ const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.deleted'];
 const PAGE = 500;
 
 export type EventHubLimits = {
-  /** Streams open at once on this instance (EVENT_STREAMS_MAX); past it 503 with Retry-After. */
+  /**
+   * Streams open at once on this instance (EVENT_STREAMS_MAX), shared fairly between tokens: when
+   * it is full, a token's new stream ends the oldest of a token holding at least two more (see
+   * `admit`), else 503 with Retry-After.
+   */
   maxStreams: number;
   /** Streams open at once per token (EVENT_STREAMS_PER_TOKEN); past it 429 with Retry-After. */
   maxStreamsPerToken: number;
@@ -20,10 +24,15 @@ export type EventHubLimits = {
   buffer: number;
   /** How often the log is read even without a notification (EVENTS_POLL_MS): the bound on a missed one. */
   pollMs: number;
+  /** Most events a resuming stream may replay (EVENTS_REPLAY_MAX); from further back, 410. */
+  maxReplay: number;
 };
 
-/** Why a stream ended: the consumer stopped, it fell too far behind, or the instance is shutting down. */
-export type StreamEnd = 'closed' | 'overflow' | 'shutdown';
+/**
+ * Why a stream ended: the consumer stopped, it fell too far behind, the instance is shutting down,
+ * or it gave its place to another token's stream (the instance was full; see `admit`).
+ */
+export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'displaced';
 
 /** One consumer's events, in id order, without gaps or repeats; see `EventHub.open`. */
 export type EventStream = AsyncIterable<StoredEvent> & {
@@ -57,7 +66,8 @@ export type EventHub = {
    * Opens a stream of the events after `after` (or, without it, of those committed from now on):
    * first the backlog, read from the log, then live events as they commit; only those of `types`
    * when given (their ids stay the log's, with gaps between them). Throws an `ApiError` when
-   * `after` is older than the retention (410) or a limit is reached (429, 503).
+   * `after` is older than the retention or more than `maxReplay` events back (410), or a limit is
+   * reached (429, 503).
    */
   open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
   /** Streams open now. */
@@ -110,7 +120,8 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
   /** The live streams by the types they ask for (the names, joined): one group per subset of the types. */
   const groups = new Map<string, Group>();
   const open = new Set<Subscriber>();
-  const perToken = new Map<string, number>();
+  /** Each token's open streams, oldest first. */
+  const byToken = new Map<string, Set<Subscriber>>();
   /** Every event up to `head` has been handed to the live streams. */
   let head: bigint | undefined;
   let starting: Promise<void> | undefined;
@@ -210,6 +221,36 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     return group;
   }
 
+  /**
+   * Whether `tokenName` may open one more stream, and which stream gives it its place: throws 503
+   * (shutting down, or full with no token holding two more than this one), 429 (its own limit).
+   * When the instance is full, the oldest stream of the largest holder makes room, if that holder
+   * has at least two more than this token: so while the instance is full, every token of the k
+   * holding streams can hold at least floor(maxStreams / k) (some holder has at least two more
+   * than any token below that share), and no two tokens take places back and forth.
+   */
+  function admit(tokenName: string): Subscriber | undefined {
+    if (closed) throw new ApiError('busy', 'This instance is shutting down; reconnect to another.');
+    const mine = byToken.get(tokenName)?.size ?? 0;
+    if (mine >= limits.maxStreamsPerToken) {
+      throw new ApiError(
+        'rate_limited',
+        `This token has ${limits.maxStreamsPerToken} event streams open already; close one first.`,
+        { headers: { 'Retry-After': '1' } },
+      );
+    }
+    if (open.size < limits.maxStreams) return undefined;
+    let largest: Set<Subscriber> | undefined;
+    for (const streams of byToken.values()) if (streams.size > (largest?.size ?? 0)) largest = streams;
+    if (largest === undefined || largest.size < mine + 2) {
+      throw new ApiError(
+        'busy',
+        `This instance serves ${limits.maxStreams} event streams already; retry in a second.`,
+      );
+    }
+    return largest.values().next().value;
+  }
+
   async function openStream({
     tokenName,
     after,
@@ -219,28 +260,24 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     after?: bigint;
     types?: readonly EventType[];
   }): Promise<EventStream> {
-    if (closed) throw new ApiError('busy', 'This instance is shutting down; reconnect to another.');
-    if (open.size >= limits.maxStreams) {
-      throw new ApiError(
-        'busy',
-        `This instance serves ${limits.maxStreams} event streams already; retry in a second.`,
-      );
-    }
-    const mine = perToken.get(tokenName) ?? 0;
-    if (mine >= limits.maxStreamsPerToken) {
-      throw new ApiError(
-        'rate_limited',
-        `This token has ${limits.maxStreamsPerToken} event streams open already; close one first.`,
-        { headers: { 'Retry-After': '1' } },
-      );
-    }
+    // Refused before any store call; decided again below, after them.
+    admit(tokenName);
     if (after !== undefined && after < (await events.prunedThrough())) {
       throw new ApiError(
         'gone',
         `The events after ${after} are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.`,
       );
     }
+    // Counted through the index, no further than the bound: one more than it is enough to refuse.
+    if (after !== undefined && (await events.countAfter(after, limits.maxReplay + 1)) > limits.maxReplay) {
+      throw new ApiError(
+        'gone',
+        `More than ${limits.maxReplay} events follow ${after}, more than a stream replays (see EVENTS_REPLAY_MAX); ` +
+          'start again without a resume id and list the plants to catch up.',
+      );
+    }
     await start();
+    const displaced = admit(tokenName);
     let resolveEnded: (reason: StreamEnd) => void = () => {};
     const ended = new Promise<StreamEnd>((resolve) => {
       resolveEnded = resolve;
@@ -259,9 +296,9 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
         subscriber.done = reason;
         subscriber.group.live.delete(subscriber);
         open.delete(subscriber);
-        const left = (perToken.get(tokenName) ?? 1) - 1;
-        if (left === 0) perToken.delete(tokenName);
-        else perToken.set(tokenName, left);
+        const mine = byToken.get(tokenName);
+        mine?.delete(subscriber);
+        if (mine?.size === 0) byToken.delete(tokenName);
         if (open.size === 0 && !reading) stop();
         subscriber.pages = [];
         subscriber.waiting = 0;
@@ -271,7 +308,10 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       },
     };
     open.add(subscriber);
-    perToken.set(tokenName, mine + 1);
+    const mine = byToken.get(tokenName) ?? new Set<Subscriber>();
+    byToken.set(tokenName, mine.add(subscriber));
+    // Only now, so the hub never finds itself without streams (and stops following the log).
+    displaced?.end('displaced');
     return {
       ended,
       close: () => subscriber.end('closed'),

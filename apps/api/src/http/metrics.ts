@@ -3,7 +3,10 @@ import { methodNotAllowed } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { authorize } from '../operation.ts';
 
-/** `GET /metrics` in Prometheus text format, for a token with the `read` scope (scrapers send it as a bearer token). */
+/**
+ * `GET /metrics` in Prometheus text format, for a token with the `metrics` scope (scrapers send it
+ * as a bearer token): it names every token, so a `read` token gets 403.
+ */
 export function metricsMiddleware(metrics: Metrics): Middleware {
   return async (ctx, next) => {
     if (ctx.path !== '/metrics') return next();
@@ -11,7 +14,7 @@ export function metricsMiddleware(metrics: Metrics): Middleware {
     if (ctx.method !== 'GET') {
       throw methodNotAllowed(ctx.method, ['GET']);
     }
-    authorize(ctx.state.auth, 'read');
+    authorize(ctx.state.auth, 'metrics');
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   };

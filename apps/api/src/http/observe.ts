@@ -6,11 +6,15 @@ import type { Metrics } from '../metrics.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** Methods metrics name; any other (PROPFIND, MKCOL, …) is counted as `other`. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
 /**
  * Outermost middleware: security headers on every answer, an `X-Request-Id` (the client's when it
  * is well formed, else a new one) echoed back, and per request one access log line and the request
  * metrics. Routes are named by their template (`ctx.state.route`, set by whoever served it), tokens
- * by their name, never their secret.
+ * by their name, never their secret. Every metric label comes from a closed set (methods above,
+ * route templates, statuses the server sets, token names), so no client can grow /metrics.
  */
 export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
   return async (ctx, next) => {
@@ -29,8 +33,9 @@ export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
       const route: string = ctx.state.route ?? 'unmatched';
       const auth = ctx.state.auth as AuthResult | undefined;
       const token = auth?.ok ? auth.principal.tokenName : '-';
-      metrics.requests.series(ctx.method, route, status, token).value += 1;
-      metrics.requestSeconds.series(ctx.method, route, status).observe(seconds);
+      const method = METHODS.has(ctx.method) ? ctx.method : 'other';
+      metrics.requests.series(method, route, status, token).value += 1;
+      metrics.requestSeconds.series(method, route, status).observe(seconds);
       log.info(
         {
           reqId: requestId,

@@ -57,7 +57,7 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
           scheme: 'bearer',
           description:
             'A bearer token: one the operator configured (`API_TOKENS`, or the token the service generated on ' +
-            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`, `webhooks`).',
+            'first start), or one issued with `main.js token create`, which carries scopes (`read`, `write`, `webhooks`, `metrics`).',
         },
       },
     },
@@ -84,7 +84,9 @@ const PROBES: ZodOpenApiPathsObject = {
     get: {
       operationId: 'readyz',
       summary: 'Readiness',
-      description: 'Answers 200 when the store answers a query, else 503 (within DATABASE_TIMEOUT_MS).',
+      description:
+        'Answers 200 when the store answers a query, else 503 (within DATABASE_TIMEOUT_MS). Callers share ' +
+        'one query a second: an answer is at most 1 s old.',
       tags: ['operations'],
       security: [],
       responses: {

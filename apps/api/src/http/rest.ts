@@ -7,7 +7,7 @@ import { type IdempotencyPolicy, parseIdempotencyKey, runWithKey } from '../idem
 import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
 import { readJsonBody } from './body.ts';
-import { decodeParams, paramDecoders } from './params.ts';
+import { decodeParams, type ParamDecoders, paramDecoders } from './params.ts';
 import { requestScope } from './request-scope.ts';
 import { serveEventStream } from './sse.ts';
 
@@ -21,7 +21,7 @@ export type RestRoute = {
    * (any other: a POST to `/…/{id}/action` acts on what its path names, with no body).
    */
   inputFromBody: boolean;
-  decoders: ReturnType<typeof paramDecoders>;
+  decoders: ParamDecoders;
 };
 
 /**
@@ -42,7 +42,7 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
       pattern: getPathRegExp(normalizePath(path)),
       operation,
       inputFromBody,
-      decoders: inputFromBody ? {} : paramDecoders(operation.input),
+      decoders: inputFromBody ? new Map() : paramDecoders(operation.input),
     };
   });
 }

@@ -13,7 +13,8 @@ const RECONNECT_MS = 1_000;
  * a `: heartbeat` comment after `heartbeatMs` without a write. The backlog is written page by page
  * as the socket drains; live events are written as the hub hands them out, all that waits in one
  * write, and only while the socket is not backed up: otherwise they stay in the hub's bounded
- * buffer, where overflowing it cuts the connection (the client resumes by id). A shutdown ends the
+ * buffer, where overflowing it cuts the connection (the client resumes by id). A shutdown, or the
+ * hub giving the stream's place to another token's (see `EventHubLimits.maxStreams`), ends the
  * stream cleanly: EventSource reconnects by itself.
  *
  * Written to the socket directly (Koa does not respond), as ready-made HTTP chunks shared by every
@@ -63,6 +64,11 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
     socket.off('drain', writeWaiting);
     if (reason === 'overflow') socket.destroy();
     else if (reason === 'shutdown') res.end();
+    else if (reason === 'displaced') {
+      // EventSource reconnects by itself and resumes by id; the comment says why to whoever reads.
+      if (!socket.destroyed) socket.write(body(DISPLACED));
+      res.end();
+    }
   });
 
   write(RETRY);
@@ -102,6 +108,9 @@ function contentOf(bytes: Buffer): Buffer {
 
 const RETRY = chunk(`retry: ${RECONNECT_MS}\n\n`);
 const HEARTBEAT = chunk(': heartbeat\n\n');
+const DISPLACED = chunk(
+  ": closed: this instance's streams are shared between tokens, and this token held the most; reconnect to resume\n\n",
+);
 
 /**
  * The frames of a run of events, built once per instance however many streams send it: the hub

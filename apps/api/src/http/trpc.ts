@@ -44,10 +44,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
   return async (ctx, next) => {
     if (!ctx.path.startsWith(PREFIX)) return next();
     const paths = safeDecode(ctx.path.slice(PREFIX.length))?.split(',') ?? [];
-    // Metrics and logs name known procedures only, so a client cannot grow the label set.
-    ctx.state.route = paths.every((path) => mutation.has(path))
-      ? `/trpc/${[...new Set(paths)].sort().join(',')}`
-      : '/trpc';
+    ctx.state.route = routeOf(paths, mutation);
     if (paths.length > MAX_BATCH_CALLS) {
       const error = toTrpcError(
         new ApiError(
@@ -107,7 +104,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       paths.map(async (path, i) => {
         let input: unknown;
         try {
-          input = inputs[i] === undefined ? undefined : config.transformer.input.deserialize(inputs[i]);
+          input = inputs[i] === undefined ? undefined : deserialize(inputs[i]);
           const data = await callTRPCProcedure({
             router,
             ctx: context,
@@ -130,6 +127,16 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
     answer(ctx, batch, items, errors);
   };
 
+  /** An input's superjson, revived: a 400 when it cannot be, as tRPC's own handler answers. */
+  function deserialize(input: unknown): unknown {
+    try {
+      return config.transformer.input.deserialize(input);
+    } catch (cause) {
+      const message = cause instanceof Error ? cause.message : 'Invalid input';
+      throw new TRPCError({ code: 'BAD_REQUEST', message, cause });
+    }
+  }
+
   function errorItem(error: TRPCError, path: string | undefined, input?: unknown, ctx?: Context) {
     return { error: getTRPCErrorShape({ config, error, type: 'mutation', path, input, ctx }) };
   }
@@ -141,6 +148,17 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(transformTRPCResponse(config, body as never));
   }
+}
+
+/**
+ * The route a /trpc request is counted and logged under, from a closed set whatever it names:
+ * `/trpc/<procedure>` for one call of a known procedure, `/trpc (batch)` for several calls of known
+ * ones (naming their combinations let 765 requests grow /metrics by 12,256 lines), `/trpc` when any
+ * is unknown. One label per request, as for REST: the status counted is the request's.
+ */
+function routeOf(paths: readonly string[], known: ReadonlyMap<string, boolean>): string {
+  if (paths.length === 0 || !paths.every((path) => known.has(path))) return '/trpc';
+  return paths.length === 1 ? `/trpc/${paths[0]}` : '/trpc (batch)';
 }
 
 function safeDecode(text: string): string | undefined {

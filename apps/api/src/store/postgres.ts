@@ -575,6 +575,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         'SELECT GREATEST((SELECT max(id) FROM plant_events), pruned_through) FROM event_log',
       ),
     prunedThrough: () => scalar('events-pruned-through', 'SELECT pruned_through FROM event_log'),
+    countAfter: async (after, limit) =>
+      Number(
+        await scalar(
+          'events-count-after',
+          'SELECT count(*) FROM (SELECT 1 FROM plant_events WHERE id > $1 ORDER BY id LIMIT $2) AS following',
+          [after.toString(), limit],
+        ),
+      ),
     prune: async ({ olderThanMs, limit }) =>
       Number(await scalar('events-prune', PRUNE_EVENTS, [olderThanMs, limit])),
     watch(listener) {

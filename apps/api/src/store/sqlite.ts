@@ -210,6 +210,9 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   const selectPrunedThrough = db.prepare<[], { pruned_through: bigint }>(
     'SELECT pruned_through FROM event_log WHERE id = 1',
   );
+  const countEventsAfter = db.prepare<[bigint, number], { n: bigint }>(
+    'SELECT count(*) AS n FROM (SELECT 1 FROM plant_events WHERE id > ? ORDER BY id LIMIT ?)',
+  );
   const apply = writer(db);
   const applyAll = db.transaction((writes: Write[]) => writes.map(apply));
 
@@ -351,6 +354,7 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
     // Not max(id) alone: pruning every event must not move the head back.
     head: () => read(() => selectEventHead.get()!.head),
     prunedThrough: () => read(() => selectPrunedThrough.get()!.pruned_through),
+    countAfter: (after, limit) => read(() => Number(countEventsAfter.get(after, limit)!.n)),
     prune: (options) => write({ pruneEvents: options }),
     watch(listener) {
       watchers.add(listener);

@@ -96,6 +96,8 @@ export interface EventLog {
   head(): Promise<bigint>;
   /** The greatest id pruned so far, 0n when none: a reader resuming below it has missed events. */
   prunedThrough(): Promise<bigint>;
+  /** How many events have ids greater than `after`, counted no further than `limit` (an index scan of at most that). */
+  countAfter(after: bigint, limit: number): Promise<number>;
   /** Deletes up to `limit` events older than `olderThanMs`, oldest first; resolves with how many. */
   prune(options: { olderThanMs: number; limit: number }): Promise<number>;
   /**
