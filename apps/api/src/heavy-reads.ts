@@ -1,4 +1,4 @@
-import { ApiError } from './errors.ts';
+import { RequestError } from './errors.ts';
 import { PAGE_BUDGET_BYTES, type StoredPlant, textBytes } from './store/store.ts';
 
 /**
@@ -33,7 +33,7 @@ const admitted = new WeakSet<RequestScope>();
 export function admitHeavyRead(request: RequestScope): number {
   if (!admitted.has(request)) {
     if (reading >= MAX_HEAVY_READS) {
-      throw new ApiError('busy', 'Too many lists are being read right now; retry in a second.');
+      throw new RequestError('busy', 'Too many lists are being read right now; retry in a second.');
     }
     reading++;
     admitted.add(request);
@@ -49,7 +49,7 @@ export function admitHeavyRead(request: RequestScope): number {
  */
 export function checkShare(request: RequestScope, plants: readonly StoredPlant[], maxBytes: number): void {
   if (request.calls === 1 || plants.length !== 1 || textBytes(plants[0]!) <= maxBytes) return;
-  throw new ApiError(
+  throw new RequestError(
     'too_large',
     `The next plant is larger than this call's share of the page budget (${maxBytes} bytes: ` +
       `1 MiB shared by ${request.calls} calls); list it in a request with fewer calls.`,

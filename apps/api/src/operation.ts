@@ -1,7 +1,7 @@
 import type { OpenApiMeta, OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult, Principal, Scope } from './auth.ts';
-import { ApiError } from './errors.ts';
+import { RequestError } from './errors.ts';
 import type { EventHub } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import { type KeyClaim, StoreUnavailableError, type PlantStore } from './store/store.ts';
@@ -84,11 +84,11 @@ export function isOperation(value: unknown): value is AnyOperation {
 export function authorize(auth: AuthResult, scope: Scope): Principal {
   if (!auth.ok) {
     throw auth.reason === 'missing'
-      ? new ApiError('missing_token', 'Missing bearer token: send it as "Authorization: Bearer <token>".')
-      : new ApiError('invalid_token', 'The bearer token is not valid.');
+      ? new RequestError('missing_token', 'Missing bearer token: send it as "Authorization: Bearer <token>".')
+      : new RequestError('invalid_token', 'The bearer token is not valid.');
   }
   if (!auth.principal.scopes.includes(scope)) {
-    throw new ApiError('forbidden', `This token lacks the ${scope} scope this operation needs.`);
+    throw new RequestError('forbidden', `This token lacks the ${scope} scope this operation needs.`);
   }
   return auth.principal;
 }
@@ -99,7 +99,7 @@ export async function storeCall<T>(operation: () => Promise<T>): Promise<T> {
     return await operation();
   } catch (cause) {
     if (cause instanceof StoreUnavailableError) {
-      throw new ApiError('unavailable', 'The store is unavailable; retry the request later.', { cause });
+      throw new RequestError('unavailable', 'The store is unavailable; retry the request later.', { cause });
     }
     throw cause;
   }

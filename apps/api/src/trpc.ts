@@ -4,7 +4,7 @@ import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { z } from 'zod';
 import type { AuthResult, Principal } from './auth.ts';
-import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
+import { RequestError, describeIssues, type HttpError, toHttpError } from './errors.ts';
 import type { EventHub, EventStream } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';
 import {
@@ -80,18 +80,18 @@ const CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
-/** An `ApiError` as tRPC's error: its status as tRPC's code, itself as the cause. */
-export function toTrpcError(error: ApiError): TRPCError {
+/** A `RequestError` as tRPC's error: its status as tRPC's code, itself as the cause. */
+export function toTrpcError(error: RequestError): TRPCError {
   const code = CODE_BY_STATUS[error.status] ?? 'INTERNAL_SERVER_ERROR';
   return new TRPCError({ code, message: error.message, cause: error });
 }
 
 /**
- * What a tRPC error tells the client, as REST would say it: the `ApiError` behind it, or tRPC's own
+ * What a tRPC error tells the client, as REST would say it: the `RequestError` behind it, or tRPC's own
  * errors (an input that fails its schema, an unknown procedure); 5xx causes are never shown.
  */
 export function describeTrpcError(error: TRPCError): HttpError {
-  if (error.cause instanceof ApiError) return toHttpError(error.cause);
+  if (error.cause instanceof RequestError) return toHttpError(error.cause);
   const status = getHTTPStatusCodeFromError(error);
   if (status >= 500) return toHttpError(error);
   const issues = (error.cause as { issues?: { path?: PropertyKey[]; message: string }[] } | undefined)
@@ -112,15 +112,15 @@ function withOperation<I extends z.ZodType, O, P extends z.ZodType = I>(
   return t.procedure
     .use(async ({ ctx, next }) => {
       // One middleware, not two: tRPC copies a call's options at every level of its chain. Inside
-      // tRPC, an ApiError from authorization or the operation becomes its TRPCError here.
+      // tRPC, a RequestError from authorization or the operation becomes its TRPCError here.
       let principal: Principal;
       try {
         principal = authorize(ctx.auth, operation.scope);
       } catch (error) {
-        throw error instanceof ApiError ? toTrpcError(error) : error;
+        throw error instanceof RequestError ? toTrpcError(error) : error;
       }
       const result = await next({ ctx: { principal } });
-      if (!result.ok && result.error.cause instanceof ApiError) throw toTrpcError(result.error.cause);
+      if (!result.ok && result.error.cause instanceof RequestError) throw toTrpcError(result.error.cause);
       return result;
     })
     .meta({ openapi: operation.openapi })
@@ -137,7 +137,7 @@ function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
     const header = ctx.request.idempotencyKey;
     if (!operation.idempotencyKey || header === undefined) return operation.run(ctx, input as z.output<I>);
     if (ctx.request.calls !== 1) {
-      throw new ApiError(
+      throw new RequestError(
         'bad_request',
         'An Idempotency-Key names one call: send a keyed call in a request of its own.',
       );
@@ -171,10 +171,10 @@ function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObjec
   return withOperation(operation, input).subscription(async function* ({ ctx, input }) {
     const { lastEventId, ...rest } = input as { lastEventId?: string | null };
     const resume = lastEventId ? { ...rest, after: BigInt(lastEventId) } : rest;
-    // Thrown inside the generator, after the middleware has run: an ApiError (410, 429, 503) would reach
+    // Thrown inside the generator, after the middleware has run: a RequestError (410, 429, 503) would reach
     // the client as INTERNAL_SERVER_ERROR, which httpSubscriptionLink retries forever.
     const stream = await operation.run(ctx, resume as z.output<z.ZodObject<S>>).catch((error: unknown) => {
-      throw error instanceof ApiError ? toTrpcError(error) : error;
+      throw error instanceof RequestError ? toTrpcError(error) : error;
     });
     for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
     if ((await stream.ended) !== 'closed') ctx.request.abort();

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { parseJson } from '@plant-store/schema';
 import getRawBody from 'raw-body';
-import { ApiError } from '../errors.ts';
+import { RequestError } from '../errors.ts';
 
 /** Largest request body accepted, in bytes; larger ones are answered 413. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -24,7 +24,7 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     mediaType !== 'application/json' ||
     (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
   ) {
-    throw new ApiError(
+    throw new RequestError(
       'unsupported_media_type',
       'The request body must be JSON, sent with "Content-Type: application/json".',
     );
@@ -38,7 +38,7 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     });
   } catch (cause) {
     if ((cause as { type?: string }).type === 'entity.too.large') {
-      throw new ApiError('too_large', `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`);
+      throw new RequestError('too_large', `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`);
     }
     throw badRequest('The request body could not be read.');
   }
@@ -50,6 +50,6 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-function badRequest(message: string): ApiError {
-  return new ApiError('bad_request', message);
+function badRequest(message: string): RequestError {
+  return new RequestError('bad_request', message);
 }

@@ -2,7 +2,7 @@ import { stringifyJson } from '@plant-store/schema';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
-import { ApiError, type HttpError, toHttpError } from '../errors.ts';
+import { RequestError, type HttpError, toHttpError } from '../errors.ts';
 
 /**
  * The one error path outside /trpc: whatever is thrown, and any route nobody served, becomes an
@@ -14,7 +14,7 @@ export function errorMiddleware(log: Logger): Middleware {
     try {
       await next();
       if (ctx.respond !== false && ctx.status === 404 && ctx.body == null) {
-        answer = toHttpError(new ApiError('not_found', 'There is no operation at this method and path.'));
+        answer = toHttpError(new RequestError('not_found', 'There is no operation at this method and path.'));
       }
     } catch (error) {
       answer = toHttpError(error);
@@ -31,10 +31,10 @@ export function errorMiddleware(log: Logger): Middleware {
 /**
  * Logs what a client is not told. An outage answers many requests 503: one line each, without a
  * stack. A busy 503 is a bound doing its job: the request's own log line says enough. Anything
- * else that is not an `ApiError` below 500 is a bug.
+ * else that is not a `RequestError` below 500 is a bug.
  */
 export function logFailure(log: Logger, error: unknown, reqId: unknown, path?: string): void {
-  if (!(error instanceof ApiError)) log.error({ err: error, reqId, path }, 'request failed');
+  if (!(error instanceof RequestError)) log.error({ err: error, reqId, path }, 'request failed');
   else if (error.reason === 'unavailable')
     log.warn({ reqId, path, reason: describeCauses(error.cause) }, 'store unavailable');
 }

@@ -1,7 +1,7 @@
 import { stringifyJson } from '@plant-store/schema';
 import type { Context, Middleware } from 'koa';
 import { getPathParameters, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
-import { ApiError, describeIssues, methodNotAllowed } from '../errors.ts';
+import { RequestError, describeIssues, methodNotAllowed } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
 import { type IdempotencyPolicy, parseIdempotencyKey, runWithKey } from '../idempotency.ts';
 import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
@@ -92,7 +92,7 @@ export function restAdapter(
     const parsed = route.operation.input.safeParse(raw);
     if (!parsed.success) {
       const where = route.inputFromBody ? 'request body' : 'request parameters';
-      throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
+      throw new RequestError('bad_request', describeIssues(parsed.error.issues, where));
     }
     const { store, webhooks, events, endpoints } = deps;
     const context = { store, webhooks, events, endpoints, principal, request };

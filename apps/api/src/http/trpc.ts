@@ -11,7 +11,7 @@ import type { Context as KoaContext, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import type { AuthResult } from '../auth.ts';
-import { ApiError } from '../errors.ts';
+import { RequestError } from '../errors.ts';
 import type { RequestScope } from '../heavy-reads.ts';
 import { listOperations } from '../operations/index.ts';
 import type { AppRouter } from '../router.ts';
@@ -47,7 +47,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
     ctx.state.route = routeOf(paths, mutation);
     if (paths.length > MAX_BATCH_CALLS) {
       const error = toTrpcError(
-        new ApiError(
+        new RequestError(
           'too_large',
           `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
         ),
@@ -89,7 +89,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
     } catch (cause) {
       const tooLarge = (cause as { type?: string }).type === 'entity.too.large';
       const error = tooLarge
-        ? toTrpcError(new ApiError('too_large', `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`))
+        ? toTrpcError(new RequestError('too_large', `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`))
         : new TRPCError({ code: 'PARSE_ERROR', message: 'The body is not JSON.', cause });
       return answer(
         ctx,
@@ -177,9 +177,9 @@ function errorHeaders(errors: readonly (TRPCError | null | undefined)[]): Record
   return Object.assign({}, ...errors.map((error) => (error ? describeTrpcError(error).headers : undefined)));
 }
 
-/** Logs a failed call as REST logs a failed request: the `ApiError` behind it, or any 5xx. */
+/** Logs a failed call as REST logs a failed request: the `RequestError` behind it, or any 5xx. */
 function logTrpcFailure(log: Logger, error: TRPCError, reqId: unknown, path: string | undefined): void {
-  if (error.cause instanceof ApiError) logFailure(log, error.cause, reqId, path);
+  if (error.cause instanceof RequestError) logFailure(log, error.cause, reqId, path);
   else if (describeTrpcError(error).status >= 500) logFailure(log, error.cause ?? error, reqId, path);
 }
 
