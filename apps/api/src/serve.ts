@@ -13,6 +13,7 @@ import {
 } from './auth.ts';
 import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
+import { droppedLogLines } from './log.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
 import { type Pruning, startPruning } from './pruning.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
@@ -54,7 +55,10 @@ export async function startServer(
   { store, log, webAppDir }: { store: PlantStore; log: Logger; webAppDir?: string },
 ): Promise<RunningServer> {
   const { verifier, refresher } = await startTokens(config, store, log);
-  const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
+  const metrics = createMetrics({
+    outboxDepth: (options) => store.deliveries.depth(options).catch(() => undefined),
+    droppedLogLines: () => droppedLogLines(log),
+  });
   const redis = await connectRedis(config, log, metrics);
   const events = createEventHub(store.events, config.events, log);
   const endpoints = endpointSettings(config, log);
