@@ -63,7 +63,8 @@ const CHALLENGE: Partial<Record<ErrorReason, Record<string, string>>> = {
  * `RequestError` as it says, anything else a generic 500 whose cause is logged, never shown.
  */
 export function toHttpError(error: unknown): HttpError {
-  if (!(error instanceof RequestError)) return { status: 500, message: 'Internal server error.', headers: {} };
+  if (!(error instanceof RequestError))
+    return { status: 500, message: 'Internal server error.', headers: {} };
   return {
     status: error.status,
     message: error.message,

@@ -2,11 +2,14 @@ import { stringifyJson } from '@plant-store/schema';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
-import { RequestError, type HttpError, toHttpError } from '../errors.ts';
+import { type HttpError, RequestError, toHttpError } from '../errors.ts';
+import { answerTrpc, TRPC_PREFIX, trpcFailure } from './trpc-answer.ts';
 
 /**
- * The one error path outside /trpc: whatever is thrown, and any route nobody served, becomes an
- * `Error` body `{error, message}`. 5xx causes are logged here and never shown to the client.
+ * The one error path of every request: whatever is thrown, and any route nobody served, becomes an
+ * `Error` body `{error, message}`, or under /trpc tRPC's error (one for the whole request, as
+ * @trpc/client expects a refusal: a limit, a batch too large), with the same status and headers.
+ * 5xx causes are logged here and never shown to the client.
  */
 export function errorMiddleware(log: Logger): Middleware {
   return async (ctx, next) => {
@@ -17,8 +20,9 @@ export function errorMiddleware(log: Logger): Middleware {
         answer = toHttpError(new RequestError('not_found', 'There is no operation at this method and path.'));
       }
     } catch (error) {
-      answer = toHttpError(error);
       logFailure(log, error, ctx.state.requestId);
+      if (ctx.path.startsWith(TRPC_PREFIX)) return answerTrpc(ctx, false, [trpcFailure(error, undefined)]);
+      answer = toHttpError(error);
     }
     if (answer === undefined) return;
     ctx.status = answer.status;

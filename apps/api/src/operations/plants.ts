@@ -9,7 +9,7 @@ import {
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { RequestError } from '../errors.ts';
-import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
+import { checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
 import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
@@ -104,8 +104,11 @@ export const listPlants = defineOperation({
   },
   input: ListPlantsQuerySchema,
   output: z.array(PlantWithIdSchema),
-  async run({ store, request }, { limit, after }): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
-    const maxBytes = admitHeavyRead(request);
+  async run(
+    { store, request, heavyReads },
+    { limit, after },
+  ): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
+    const maxBytes = heavyReads.admit(request);
     const { plants, more } = await storeCall(() => store.list({ limit, after, maxBytes }));
     checkShare(request, plants, maxBytes);
     return { plants, next: more ? plants[plants.length - 1]!.id : null };
