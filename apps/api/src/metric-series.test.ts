@@ -15,7 +15,7 @@ const SERIES: [string, string, number][] = [
 
 /**
  * metric-series.ts plugs into prom-client's Registry as a metric of its own (duck typing), because
- * prom-client's `inc`/`observe` cost a GET by id about a tenth of its instructions (see "Replacements of
+ * prom-client's `inc`/`observe` cost a GET by id 6–10% more instructions (see "Replacements of
  * library internals" in docs/architecture.md). This is what a prom-client upgrade can break.
  */
 const PROM_CLIENT_CHANGED =
