@@ -76,6 +76,30 @@ describe('the tRPC direct path', () => {
     expect(mixed.status).toBe(207);
   });
 
+  it('refuses a body over 64 KiB from a token that may call the procedure (413), and reads none from one that may not (403)', async () => {
+    const body = `{"json":{"id":"1","name":"${'x'.repeat(70_000)}"}}`;
+    const post = (token: string) =>
+      send(`${api.url}/trpc/plants.create`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
+    const tooLarge = await post(TOKEN);
+    expect([tooLarge.status, tooLarge.json]).toEqual([
+      413,
+      {
+        error: {
+          json: {
+            message: 'The request body is larger than 65536 bytes.',
+            code: -32013,
+            data: { code: 'PAYLOAD_TOO_LARGE', httpStatus: 413, path: 'plants.create' },
+          },
+        },
+      },
+    ]);
+    expect((await post(READER)).status).toBe(403);
+  });
+
   it('answers a missing scope, an unknown token and a superjson it cannot revive as tRPC does', async () => {
     expect((await bothWays(['plants.create'], (p) => p(), { token: READER })).status).toBe(403);
     expect(
