@@ -42,6 +42,10 @@ export async function listEndpoints(
       url: redactUrl(endpoint.url),
       description: endpoint.description,
       createdAt: endpoint.createdAt.toISOString(),
+      disabled:
+        endpoint.disabled === null
+          ? null
+          : { at: endpoint.disabled.at.toISOString(), reason: endpoint.disabled.reason },
       pending: endpoint.pending,
       failed: endpoint.failed,
     }),
