@@ -12,10 +12,11 @@ export const USAGE = `Usage: main.js [command]
   migrate [--to N]                           apply pending store migrations; with --to, take the schema
                                              to version N instead, reverting newer ones (0: none)
   token create --name NAME [--scope read|write|webhooks]...   issue a token (read and write unless given);
-                                             prints it once;
-                                             api-token-N and generated are reserved for configured tokens
+                                             prints it once; api-token-… names and generated are
+                                             reserved for configured tokens
   token list                                 list issued tokens (never their secrets)
-  token revoke --name NAME                   revoke a token (every instance within TOKEN_REFRESH_MS)
+  token revoke --name NAME                   revoke a token and disable its webhook endpoints (every
+                                             instance stops accepting it within TOKEN_REFRESH_MS)
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
   webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
                                              with pending and failed counts; never their secrets
@@ -75,9 +76,12 @@ async function createToken(store: PlantStore, args: string[]): Promise<number> {
   if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
     throw new UsageError('--name is required: 1 to 64 letters, digits, ".", "_" or "-"');
   }
-  // A token of a configured token's name would share its rate limit, logs and metrics.
+  // A token of a configured token's name would share its rate limit, logs and metrics, and of an
+  // earlier one's (api-token-N, generated) take over what it owned.
   if (isConfiguredTokenName(name)) {
-    throw new UsageError(`--name "${name}" is reserved for configured tokens (api-token-N, generated)`);
+    throw new UsageError(
+      `--name "${name}" is reserved for configured tokens (api-token-<12 hex digits>, and api-token-N and generated of earlier versions)`,
+    );
   }
   const scopes = [...new Set((scope as string[] | undefined) ?? ['read', 'write'])];
   if (!scopes.every(isScope)) throw new UsageError('--scope must be read, write or webhooks');
@@ -110,12 +114,14 @@ async function listTokens(store: PlantStore): Promise<number> {
 async function revokeToken(store: PlantStore, args: string[]): Promise<number> {
   const { name } = parse(args, { name: { type: 'string' } });
   if (typeof name !== 'string') throw new UsageError('--name is required');
-  if (!(await store.tokens.revoke(name))) {
+  const revoked = await store.tokens.revoke(name);
+  if (revoked === undefined) {
     process.stderr.write(`No active token named "${name}".\n`);
     return 1;
   }
+  const { endpointsDisabled: n } = revoked;
   process.stderr.write(
-    `Token "${name}" revoked; running instances stop accepting it within TOKEN_REFRESH_MS.\n`,
+    `Token "${name}" revoked, and its ${n} webhook endpoint${n === 1 ? '' : 's'} disabled; running instances stop accepting it, and end its event streams, within TOKEN_REFRESH_MS.\n`,
   );
   return 0;
 }

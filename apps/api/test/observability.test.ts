@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
 import type { RunningApi } from './support/in-process.ts';
 import { testStores } from './support/stores.ts';
 
@@ -35,7 +35,7 @@ describe.each(testStores())('observability on $name', (testStore) => {
           method: 'POST',
           route: '/plants',
           status: 200,
-          tokenName: 'api-token-1',
+          tokenName: TOKEN_NAME,
           msg: 'request',
         },
         {
@@ -43,7 +43,7 @@ describe.each(testStores())('observability on $name', (testStore) => {
           method: 'GET',
           route: '/plants/{id}',
           status: 200,
-          tokenName: 'api-token-1',
+          tokenName: TOKEN_NAME,
           msg: 'request',
         },
         {
@@ -87,10 +87,14 @@ describe.each(testStores())('observability on $name', (testStore) => {
       expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0.0.4/);
       const text = answer.text;
       expect(text).toMatch(
-        /plant_store_http_requests_total\{method="POST",route="\/plants",status="200",token="api-token-1"\} \d+/,
+        new RegExp(
+          `plant_store_http_requests_total\\{method="POST",route="/plants",status="200",token="${TOKEN_NAME}"\\} \\d+`,
+        ),
       );
       expect(text).toMatch(
-        /plant_store_http_requests_total\{method="GET",route="\/plants\/\{id\}",status="404",token="api-token-1"\} 1/,
+        new RegExp(
+          `plant_store_http_requests_total\\{method="GET",route="/plants/\\{id\\}",status="404",token="${TOKEN_NAME}"\\} 1`,
+        ),
       );
       expect(text).toContain(
         'plant_store_http_request_duration_seconds_bucket{le="0.001",method="POST",route="/plants",status="200"}',

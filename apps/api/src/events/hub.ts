@@ -22,8 +22,11 @@ export type EventHubLimits = {
   pollMs: number;
 };
 
-/** Why a stream ended: the consumer stopped, it fell too far behind, or the instance is shutting down. */
-export type StreamEnd = 'closed' | 'overflow' | 'shutdown';
+/**
+ * Why a stream ended: the consumer stopped, it fell too far behind, the instance is shutting down,
+ * or its token is no longer active (see `EventHub.retain`).
+ */
+export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'revoked';
 
 /** One consumer's events, in id order, without gaps or repeats; see `EventHub.open`. */
 export type EventStream = AsyncIterable<StoredEvent> & {
@@ -62,6 +65,8 @@ export type EventHub = {
   open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
   /** Streams open now. */
   readonly size: number;
+  /** Ends ('revoked') every stream whose token `keep` refuses: called after each token reload. */
+  retain(keep: (tokenName: string) => boolean): void;
   /** Ends every stream ('shutdown') and refuses new ones. */
   close(): void;
 };
@@ -340,6 +345,12 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     open: openStream,
     get size() {
       return open.size;
+    },
+    retain(keep) {
+      // Asked once per token with streams open, not once per stream.
+      const refused = new Set([...perToken.keys()].filter((tokenName) => !keep(tokenName)));
+      if (refused.size === 0) return;
+      for (const subscriber of [...open]) if (refused.has(subscriber.tokenName)) subscriber.end('revoked');
     },
     close() {
       closed = true;

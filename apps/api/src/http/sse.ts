@@ -14,7 +14,8 @@ const RECONNECT_MS = 1_000;
  * as the socket drains; live events are written as the hub hands them out, all that waits in one
  * write, and only while the socket is not backed up: otherwise they stay in the hub's bounded
  * buffer, where overflowing it cuts the connection (the client resumes by id). A shutdown ends the
- * stream cleanly: EventSource reconnects by itself.
+ * stream cleanly: EventSource reconnects by itself. A revoked token's stream ends after a last
+ * comment saying so (`: closed: the token was revoked`); EventSource's reconnection then gets 401.
  *
  * Written to the socket directly (Koa does not respond), as ready-made HTTP chunks shared by every
  * stream: at 1,000 streams × 1,000 events/s the per-write cost of a Readable, a generator and a
@@ -62,7 +63,10 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
     clearTimeout(heartbeat);
     socket.off('drain', writeWaiting);
     if (reason === 'overflow') socket.destroy();
-    else if (reason === 'shutdown') res.end();
+    else if (reason === 'revoked') {
+      write(REVOKED);
+      res.end();
+    } else if (reason === 'shutdown') res.end();
   });
 
   write(RETRY);
@@ -102,6 +106,7 @@ function contentOf(bytes: Buffer): Buffer {
 
 const RETRY = chunk(`retry: ${RECONNECT_MS}\n\n`);
 const HEARTBEAT = chunk(': heartbeat\n\n');
+const REVOKED = chunk(': closed: the token was revoked\n\n');
 
 /**
  * The frames of a run of events, built once per instance however many streams send it: the hub
