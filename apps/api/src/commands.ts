@@ -5,7 +5,13 @@ import { isSchemaVersion } from './store/migrate.ts';
 import { LATEST_VERSION } from './store/migrations.ts';
 import { migrateStore, openStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
-import { listEndpoints, listFailedDeliveries } from './webhooks/cli.ts';
+import {
+  deleteEndpoint,
+  disableEndpoint,
+  enableEndpoint,
+  listEndpoints,
+  listFailedDeliveries,
+} from './webhooks/cli.ts';
 
 export const USAGE = `Usage: main.js [command]
   (none)                                     serve the api
@@ -20,6 +26,11 @@ export const USAGE = `Usage: main.js [command]
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
   webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
                                              with pending and failed counts; never their secrets
+  webhooks disable --id ID                   disable an endpoint: nothing more is sent to it, its
+                                             pending deliveries fail
+  webhooks enable --id ID                    enable a disabled endpoint again (it is delivered to
+                                             only while its token is active with the read scope)
+  webhooks delete --id ID                    delete an endpoint and its deliveries
   help, --help, -h                           show this help
 
 Configuration comes from the environment (DATABASE_URL, API_TOKENS, …): see the README.
@@ -63,6 +74,19 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
       const lines = await listEndpoints(store.webhookEndpoints, { owner: owner as string | undefined });
       for (const line of lines) process.stdout.write(`${line}\n`);
       return 0;
+    });
+  }
+  if (command === 'webhooks' && (sub === 'disable' || sub === 'enable' || sub === 'delete')) {
+    const { id } = parse(args, { id: { type: 'string' } });
+    if (typeof id !== 'string') throw new UsageError('--id is required');
+    if (!/^we_[0-9a-f]{24}$/.test(id)) {
+      throw new UsageError('--id must be a webhook endpoint id (we_ and 24 hex digits)');
+    }
+    const change = { disable: disableEndpoint, enable: enableEndpoint, delete: deleteEndpoint }[sub];
+    return withStore(config, async (store) => {
+      const { message, code } = await change(store, id);
+      process.stderr.write(`${message}\n`);
+      return code;
     });
   }
   throw new UsageError(`Unknown command "${[command, sub, ...args].filter(Boolean).join(' ')}"`);
