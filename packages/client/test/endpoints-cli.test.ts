@@ -95,7 +95,7 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const [endpoint] = JSON.parse(listed.stdout);
     expect(JSON.parse(listed.stdout)).toStrictEqual([
-      { id, url, description: 'CLI test', createdAt: expect.any(String) },
+      { id, url, description: 'CLI test', createdAt: expect.any(String), disabled: null },
     ]);
     expect(listed.stdout).not.toContain(secret);
     const created = endpoint.createdAt as string;

@@ -30,9 +30,10 @@ export type EventHubLimits = {
 
 /**
  * Why a stream ended: the consumer stopped, it fell too far behind, the instance is shutting down,
- * or it gave its place to another token's stream (the instance was full; see `admit`).
+ * it gave its place to another token's stream (the instance was full; see `admit`), or its token is
+ * no longer active (see `EventHub.retain`).
  */
-export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'displaced';
+export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'displaced' | 'revoked';
 
 /** One consumer's events, in id order, without gaps or repeats; see `EventHub.open`. */
 export type EventStream = AsyncIterable<StoredEvent> & {
@@ -72,6 +73,8 @@ export type EventHub = {
   open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
   /** Streams open now. */
   readonly size: number;
+  /** Ends ('revoked') every stream whose token `keep` refuses: called after each token reload. */
+  retain(keep: (tokenName: string) => boolean): void;
   /** Ends every stream ('shutdown') and refuses new ones. */
   close(): void;
 };
@@ -380,6 +383,12 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     open: openStream,
     get size() {
       return open.size;
+    },
+    retain(keep) {
+      // Asked once per token with streams open, not once per stream.
+      for (const [tokenName, streams] of [...byToken]) {
+        if (!keep(tokenName)) for (const subscriber of [...streams]) subscriber.end('revoked');
+      }
     },
     close() {
       closed = true;
