@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
+import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
@@ -20,6 +21,7 @@ import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
 import { describeStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
 import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './token-refresh.ts';
+import { traceRedis } from './tracing/redis.ts';
 import { createEndpointResolver } from './webhooks/dns.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { generatedSecretsKey, secretBox } from './webhooks/secrets.ts';
@@ -47,23 +49,41 @@ export type RunningServer = {
 /**
  * Serves the api on `store`: the tokens, metrics, Redis, the app, the HTTP server and the webhook
  * worker, each wired by one step below, in this order. Rejects when it cannot listen (a port in
- * use, an address not on this host); the store stays the caller's to close then.
+ * use, an address not on this host); the store stays the caller's to close then. With a `tracer`
+ * (tracing on), requests, store calls, Redis commands, webhook attempts and event fan-outs make spans.
  */
 export async function startServer(
   config: Config,
-  { store, log, webAppDir }: { store: PlantStore; log: Logger; webAppDir?: string },
+  {
+    store,
+    log,
+    webAppDir,
+    tracer,
+  }: { store: PlantStore; log: Logger; webAppDir?: string; tracer?: Tracer | undefined },
 ): Promise<RunningServer> {
   const { verifier, refresher } = await startTokens(config, store, log);
   const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
   const redis = await connectRedis(config, log, metrics);
-  const events = createEventHub(store.events, config.events, log);
+  if (redis && tracer) traceRedis(redis, tracer);
+  const events = createEventHub(store.events, config.events, log, tracer);
   const endpoints = endpointSettings(config, log);
   // The OpenAPI document names the address actually listened on (PORT=0 picks one).
   let url = `http://${config.host}:${config.port}`;
   const publicUrl = () => url;
   const server = createHttpServer(
     config,
-    buildApp(config, { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir }),
+    buildApp(config, {
+      store,
+      verifier,
+      log,
+      metrics,
+      redis,
+      events,
+      endpoints,
+      publicUrl,
+      webAppDir,
+      tracer,
+    }),
   );
   try {
     url = await listen(server, config);
@@ -73,7 +93,7 @@ export async function startServer(
     throw error;
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
-  const worker = startWorker(config, { store, log, metrics, endpoints });
+  const worker = startWorker(config, { store, log, metrics, endpoints, tracer });
   const pruning = startPruning({
     what: 'idempotency keys',
     prune: (batch) => store.idempotencyKeys.prune(batch),
@@ -166,11 +186,15 @@ function buildApp(
     endpoints: EndpointSettings;
     publicUrl: () => string;
     webAppDir: string | undefined;
+    tracer: Tracer | undefined;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir } = parts;
+  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir, tracer } = parts;
   return createApp({
     webAppDir,
+    ...(tracer && {
+      tracing: { tracer, dbSystem: config.store.kind === 'postgres' ? 'postgresql' : 'sqlite' },
+    }),
     store,
     verifier,
     log,
@@ -251,14 +275,21 @@ function endpointSettings(config: Config, log: Logger): EndpointSettings {
 /** The webhook delivery worker: to the WEBHOOK_URLS subscribers and the registered endpoints. */
 function startWorker(
   config: Config,
-  parts: { store: PlantStore; log: Logger; metrics: Metrics; endpoints: EndpointSettings },
+  parts: {
+    store: PlantStore;
+    log: Logger;
+    metrics: Metrics;
+    endpoints: EndpointSettings;
+    tracer: Tracer | undefined;
+  },
 ): DeliveryWorker {
-  const { store, log, metrics, endpoints } = parts;
+  const { store, log, metrics, endpoints, tracer } = parts;
   const worker = startDeliveryWorker({
     outbox: store.deliveries,
     config: config.webhooks,
     log,
     metrics,
+    ...(tracer && { tracer }),
     endpoints: { store: store.webhookEndpoints, settings: endpoints },
   });
   if (config.webhooks.urls.length > 0) {

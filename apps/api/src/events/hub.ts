@@ -1,3 +1,4 @@
+import { context, ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { ApiError } from '../errors.ts';
@@ -114,9 +115,15 @@ type Subscriber = {
  * store's `watch` and every `pollMs`) and hands each new event to every live stream that asks for
  * its type; a stream that resumes from an older id reads its backlog from the log itself, then
  * joins the live ones. The log is the only source: a missed notification delays an event by at
- * most `pollMs`, never loses it.
+ * most `pollMs`, never loses it. With a `tracer`, each page handed to live streams is one span,
+ * `events fan-out`, with how many events and streams it took.
  */
-export function createEventHub(events: EventLog, limits: EventHubLimits, log: Logger): EventHub {
+export function createEventHub(
+  events: EventLog,
+  limits: EventHubLimits,
+  log: Logger,
+  tracer?: Tracer,
+): EventHub {
   /** The live streams by the types they ask for (the names, joined): one group per subset of the types. */
   const groups = new Map<string, Group>();
   const open = new Set<Subscriber>();
@@ -158,28 +165,44 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
       again = true;
       return;
     }
-    reading = (async () => {
-      do {
-        again = false;
-        let page: StoredEvent[];
+    // Woken from a commit's callback, which runs in the context of a request it carried: the
+    // reads and fan-outs that follow belong to none.
+    reading = context
+      .with(ROOT_CONTEXT, async () => {
         do {
-          if (head === undefined) return;
-          page = await events.after(head, PAGE);
-          if (page.length === 0) break;
-          for (const group of groups.values()) {
-            if (group.live.size === 0) continue;
-            const mine = only(group.types, page);
-            if (mine.length > 0) for (const subscriber of group.live) push(subscriber, mine);
-          }
-          head = page.at(-1)!.id;
-        } while (page.length === PAGE);
-      } while (again);
-    })()
+          again = false;
+          let page: StoredEvent[];
+          do {
+            if (head === undefined) return;
+            page = await events.after(head, PAGE);
+            if (page.length === 0) break;
+            fanOut(page);
+            head = page.at(-1)!.id;
+          } while (page.length === PAGE);
+        } while (again);
+      })
       .catch((error: unknown) => log.warn({ reason: describeCauses(error) }, 'event log unreadable'))
       .finally(() => {
         reading = undefined;
         if (open.size === 0) stop();
       });
+  }
+
+  /** Hands a page of new events to every live stream that asks for some of them. */
+  function fanOut(page: readonly StoredEvent[]): void {
+    const span = tracer?.startSpan('events fan-out', {
+      attributes: { 'plant_store.events.count': page.length },
+    });
+    let streams = 0;
+    for (const group of groups.values()) {
+      if (group.live.size === 0) continue;
+      const mine = only(group.types, page);
+      if (mine.length === 0) continue;
+      for (const subscriber of group.live) push(subscriber, mine);
+      streams += group.live.size;
+    }
+    span?.setAttribute('plant_store.streams.count', streams);
+    span?.end();
   }
 
   /** Hands a page of new events to one live stream: the part it has not taken yet, at once. */
