@@ -23,7 +23,8 @@ import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotenc
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
-import { type DbSystem, traceStore } from './tracing/store.ts';
+import { type DbSystem, storeTracer } from './tracing/store.ts';
+import { withSyncSpan } from './tracing/sync-span.ts';
 import type { Context } from './trpc.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { newPlantWebhook } from './webhooks/event.ts';
@@ -70,14 +71,15 @@ export function createApp(options: AppOptions): Koa {
   const { verifier, log, publicUrl, rateLimit, authFailures, corsOrigins = [] } = options;
   const idempotency = options.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
   const metrics = options.metrics ?? createMetrics();
-  const timed = instrumentStore(options.store, metrics);
+  const store = instrumentStore(options.store, metrics);
   const { tracing } = options;
-  const store = tracing ? traceStore(timed, tracing.tracer, tracing.dbSystem) : timed;
+  // With tracing on, each traced request sees the store through its own span (tracing/store.ts).
+  const storeFor = tracing && storeTracer(store, tracing.tracer, tracing.dbSystem);
   const webhooks = newPlantWebhook(options.webhookUrls);
   const { hub: events, heartbeatMs } = options.events ?? defaultEvents(options.store, log);
   const endpoints = options.webhookEndpoints;
   const createContext = (auth: AuthResult, request: RequestScope): Context => ({
-    store,
+    store: storeFor ? storeFor(request.span) : store,
     webhooks,
     events,
     endpoints,
@@ -96,7 +98,7 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa();
   app.silent = true;
   // Outermost: the access log line and everything below run inside the request's span.
-  if (tracing) app.use(traceMiddleware(tracing.tracer));
+  if (tracing) app.use(traceMiddleware(tracing.tracer, log));
   app.use(observeMiddleware(log, metrics));
   app.use(errorMiddleware(log));
   if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
@@ -110,11 +112,14 @@ export function createApp(options: AppOptions): Koa {
   app.use(docsMiddleware());
   app.use(webAppMiddleware(options.webAppDir));
   app.use(healthMiddleware(store));
-  if (authFailures) app.use(authFailureMiddleware(authFailures.limiter, authFailures.limit));
-  if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
+  // With Redis, the limiters send their command synchronously: it is a child of the request's span.
+  const limiting = (middleware: Koa.Middleware): Koa.Middleware =>
+    tracing ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next)) : middleware;
+  if (authFailures) app.use(limiting(authFailureMiddleware(authFailures.limiter, authFailures.limit)));
+  if (rateLimit) app.use(limiting(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
   app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store, webhooks, events, endpoints, heartbeatMs, idempotency }));
+  app.use(restAdapter(routes, { store, webhooks, events, endpoints, heartbeatMs, idempotency, storeFor }));
   return app;
 }
 

@@ -1,21 +1,19 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.ts';
-import { traceLogFields } from './tracing/log-fields.ts';
 
 /**
  * The process logger: JSON lines on stdout (or on `destination`, where tests keep them), secrets
  * redacted. In development on a terminal (`pnpm dev`), lines are pretty-printed by pino-pretty
- * instead. With tracing on, a line written inside a span carries its `trace_id` and `span_id`.
+ * instead.
  */
 export function createLogger(
-  config: Pick<Config, 'logLevel' | 'production'> & Partial<Pick<Config, 'tracing'>>,
+  config: Pick<Config, 'logLevel' | 'production'>,
   destination?: DestinationStream,
 ): Logger {
   const options = {
     level: config.logLevel,
     base: { service: 'plant-store-api' },
     redact: ['authorization', 'token', 'secret'],
-    ...(config.tracing && { mixin: traceLogFields }),
   };
   if (destination) return pino(options, destination);
   if (!config.production && process.stdout.isTTY) {

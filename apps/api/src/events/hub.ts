@@ -1,4 +1,4 @@
-import { context, ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { ApiError } from '../errors.ts';
@@ -165,22 +165,19 @@ export function createEventHub(
       again = true;
       return;
     }
-    // Woken from a commit's callback, which runs in the context of a request it carried: the
-    // reads and fan-outs that follow belong to none.
-    reading = context
-      .with(ROOT_CONTEXT, async () => {
+    reading = (async () => {
+      do {
+        again = false;
+        let page: StoredEvent[];
         do {
-          again = false;
-          let page: StoredEvent[];
-          do {
-            if (head === undefined) return;
-            page = await events.after(head, PAGE);
-            if (page.length === 0) break;
-            fanOut(page);
-            head = page.at(-1)!.id;
-          } while (page.length === PAGE);
-        } while (again);
-      })
+          if (head === undefined) return;
+          page = await events.after(head, PAGE);
+          if (page.length === 0) break;
+          fanOut(page);
+          head = page.at(-1)!.id;
+        } while (page.length === PAGE);
+      } while (again);
+    })()
       .catch((error: unknown) => log.warn({ reason: describeCauses(error) }, 'event log unreadable'))
       .finally(() => {
         reading = undefined;
@@ -190,9 +187,11 @@ export function createEventHub(
 
   /** Hands a page of new events to every live stream that asks for some of them. */
   function fanOut(page: readonly StoredEvent[]): void {
-    const span = tracer?.startSpan('events fan-out', {
-      attributes: { 'plant_store.events.count': page.length },
-    });
+    const span = tracer?.startSpan(
+      'events fan-out',
+      { attributes: { 'plant_store.events.count': page.length } },
+      ROOT_CONTEXT,
+    );
     let streams = 0;
     for (const group of groups.values()) {
       if (group.live.size === 0) continue;

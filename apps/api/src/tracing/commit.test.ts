@@ -1,4 +1,4 @@
-import { context, type Span, trace } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.ts';
@@ -6,6 +6,7 @@ import type { Delivery } from '../store/store.ts';
 import { activeStoreSpan, currentTraceparent, startCommitSpan } from './commit.ts';
 import { startAttemptSpan } from './delivery.ts';
 import { startTracing } from './sdk.ts';
+import { withSyncSpan } from './sync-span.ts';
 
 // The SDK as main.ts starts it, its spans kept in memory.
 const exporter = new InMemorySpanExporter();
@@ -23,10 +24,10 @@ async function finished(): Promise<ReadableSpan[]> {
   return exporter.getFinishedSpans();
 }
 
-/** Runs `work` as a traced store call would run: inside its own active span. */
+/** Runs `work` as a traced store call runs (tracing/store.ts): its span current while it runs synchronously. */
 function inStoreCall<T>(name: string, work: (span: Span) => T): T {
   const span = tracer.startSpan(name);
-  return context.with(trace.setSpan(context.active(), span), () => work(span));
+  return withSyncSpan(span, () => work(span));
 }
 
 beforeEach(() => exporter.reset());

@@ -1,42 +1,36 @@
-import {
-  context,
-  propagation,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { DbSystem } from './store.ts';
+import { syncSpan } from './sync-span.ts';
 
 /** The instrumentation scope of the store's own spans (the global tracer: stores are not given one). */
 const STORE_TRACER = 'plant-store-api/store';
 
-/**
+/*
  * What the stores call to trace their writes: these work on the global API, without a tracer, and
- * cost nothing when tracing is off (no span is recording, so nothing is captured or started).
+ * cost nothing when tracing is off (no store call is traced, so nothing is captured or started).
  */
 
 /**
- * The span of the store call running now (`traceStore` makes it active) when it is recording:
- * what `create` keeps with its queued write, so the group commit that carries the write can link
- * to it (`startCommitSpan`).
+ * The span of the traced store call running now (`storeTracer` makes it current while the call
+ * runs synchronously): what `create` keeps with its queued write, so the group commit that carries
+ * the write can link to it (`startCommitSpan`). Read it before the call's first `await`.
  */
 export function activeStoreSpan(): Span | undefined {
-  const span = trace.getActiveSpan();
+  const span = syncSpan();
   return span?.isRecording() ? span : undefined;
 }
 
 /**
- * The W3C `traceparent` of the span running now, or `undefined` outside a recording one: what a
+ * The W3C `traceparent` of the traced store call running now, or `undefined` outside one: what a
  * create writes in each outbox row it enqueues (`trace_context`), so the delivery, attempted
- * minutes later or by another instance, links back to the request that caused it.
+ * minutes later or by another instance, links back to the request that caused it. Read it before
+ * the call's first `await`.
  */
 export function currentTraceparent(): string | undefined {
-  if (!activeStoreSpan()) return undefined;
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  return carrier.traceparent;
+  const span = activeStoreSpan();
+  if (span === undefined) return undefined;
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return `00-${traceId}-${spanId}-${`0${traceFlags.toString(16)}`.slice(-2)}`;
 }
 
 /** A group commit's span; `end` it once the commit is durable (or failed, with the error). */

@@ -1,20 +1,22 @@
-import { context, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
+import { syncSpan } from './sync-span.ts';
 
 /**
- * A CLIENT span for each command `redis` sends inside a traced request (the rate limiters'
- * EVALSHA, and EVAL when the script is not loaded yet), named by the command, with `db.system`
- * `redis` and the server's address: never the command's arguments (keys name tokens). Through
- * `sendCommand`, ioredis's public entry for every command (its own instrumentation wraps the same
- * method; bundled, that instrumentation cannot hook the module). Commands outside a request (the
- * ready check) make none.
+ * A CLIENT span for each command `redis` sends while a traced request's span is current (the rate
+ * limiters' EVALSHA: app.ts makes the request's span current around their synchronous part, which
+ * sends it), named by the command, with `db.system` `redis` and the server's address: never the
+ * command's arguments (keys name tokens). Through `sendCommand`, ioredis's public entry for every
+ * command (its own instrumentation wraps the same method; bundled, that instrumentation cannot
+ * hook the module). Other commands (the ready check, EVAL loading the script after a NOSCRIPT)
+ * make none.
  */
 export function traceRedis(redis: Redis, tracer: Tracer): void {
   const send = redis.sendCommand.bind(redis);
   const { host, port } = redis.options;
   redis.sendCommand = (command, stream) => {
-    const parent = context.active();
-    if (!trace.getSpan(parent)?.isRecording()) return send(command, stream);
+    const parent = syncSpan();
+    if (!parent?.isRecording()) return send(command, stream);
     const name = command.name.toUpperCase();
     const span = tracer.startSpan(
       name,
@@ -28,7 +30,7 @@ export function traceRedis(redis: Redis, tracer: Tracer): void {
           ...(port !== undefined && { 'server.port': port }),
         },
       },
-      parent,
+      trace.setSpan(ROOT_CONTEXT, parent),
     );
     command.promise.then(
       () => span.end(),

@@ -1,5 +1,4 @@
-import { context, propagation, type Tracer, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { propagation, type Tracer, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -19,8 +18,9 @@ import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
 
 /**
  * Starts the OpenTelemetry SDK as `config` says: spans batched and POSTed to the collector over
- * OTLP/HTTP (protobuf or JSON), W3C Trace Context propagation, the active span carried across
- * `await` (AsyncLocalStorage). Registered globally, as OpenTelemetry's API expects. The exporter
+ * OTLP/HTTP (protobuf or JSON), W3C Trace Context propagation. Registered globally, as
+ * OpenTelemetry's API expects, but with no context manager: spans are handed down explicitly
+ * (tracing/sync-span.ts says why), so `context.active()` is always the root. The exporter
  * reads the rest of the standard variables itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
  * _COMPRESSION, and their _TRACES_ forms), the resource OTEL_RESOURCE_ATTRIBUTES.
  *
@@ -44,7 +44,6 @@ export function startTracing(config: TracingConfig, exporter: SpanExporter = otl
       }),
     ],
   });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   const tracer: Tracer = provider.getTracer(TRACER_NAME);
