@@ -230,6 +230,7 @@ describe('loadConfig: tracing (OTEL_*)', () => {
       sampler: { name: 'parentbased_always_on', ratio: 1 },
       scheduleDelayMs: 5_000,
       maxQueueSize: 2_048,
+      maxExportBatchSize: 512,
     });
     expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'false' }).tracing).toBeDefined();
   });
@@ -246,6 +247,7 @@ describe('loadConfig: tracing (OTEL_*)', () => {
         OTEL_TRACES_SAMPLER_ARG: '0.25',
         OTEL_BSP_SCHEDULE_DELAY: '100',
         OTEL_BSP_MAX_QUEUE_SIZE: '10',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512',
       }).tracing,
     ).toStrictEqual({
       url: 'https://traces.example/custom/path',
@@ -254,6 +256,8 @@ describe('loadConfig: tracing (OTEL_*)', () => {
       sampler: { name: 'parentbased_traceidratio', ratio: 0.25 },
       scheduleDelayMs: 100,
       maxQueueSize: 10,
+      // No more than the queue holds.
+      maxExportBatchSize: 10,
     });
   });
 

@@ -207,6 +207,7 @@ export const EnvSchema = z.object({
   ),
   OTEL_BSP_SCHEDULE_DELAY: unsetIfEmpty(z.coerce.number().int().min(1).max(600_000).default(5_000)),
   OTEL_BSP_MAX_QUEUE_SIZE: unsetIfEmpty(z.coerce.number().int().min(1).max(1_000_000).default(2_048)),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: unsetIfEmpty(z.coerce.number().int().min(1).max(1_000_000).default(512)),
 });
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -320,6 +321,8 @@ export type TracingConfig = {
   scheduleDelayMs: number;
   /** Spans waiting to be sent, at most (`OTEL_BSP_MAX_QUEUE_SIZE`): past it new ones are dropped, not kept. */
   maxQueueSize: number;
+  /** Spans per export, at most (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, no more than the queue). */
+  maxExportBatchSize: number;
 };
 
 /** Webhook endpoints that tokens register (operations/webhook-endpoints.ts). */
@@ -455,6 +458,7 @@ function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined 
     sampler: { name: e.OTEL_TRACES_SAMPLER, ratio: e.OTEL_TRACES_SAMPLER_ARG ?? 1 },
     scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
     maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: Math.min(e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, e.OTEL_BSP_MAX_QUEUE_SIZE),
   };
 }
 

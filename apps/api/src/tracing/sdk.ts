@@ -39,8 +39,7 @@ export function startTracing(config: TracingConfig, exporter: SpanExporter = otl
         exporter,
         scheduledDelayMillis: config.scheduleDelayMs,
         maxQueueSize: config.maxQueueSize,
-        // At most the queue: the processor refuses a batch larger than its queue.
-        maxExportBatchSize: Math.min(512, config.maxQueueSize),
+        maxExportBatchSize: config.maxExportBatchSize,
       }),
     ],
   });
