@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import { ApiError } from './errors.ts';
 import { PAGE_BUDGET_BYTES, type StoredPlant, textBytes } from './store/store.ts';
 
@@ -12,6 +13,8 @@ export const MAX_HEAVY_READS = 8;
 export type RequestScope = {
   /** How many calls the request carries: 1 over REST, the batch's size over /trpc. */
   calls: number;
+  /** The request's span, when tracing records it (http/trace.ts). */
+  span?: Span;
   /** The request's `Idempotency-Key` header, as sent; `undefined` without one. */
   idempotencyKey?: string;
   /** Marks the answer as the stored answer of an earlier request: `Idempotent-Replayed: true`. */

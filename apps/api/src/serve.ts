@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
+import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
@@ -15,6 +16,7 @@ import { ownerLookup, streamMayContinue } from './principals.ts';
 import { describeStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
 import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './token-refresh.ts';
+import { traceRedis } from './tracing/redis.ts';
 import { createEndpointResolver } from './webhooks/dns.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { generatedSecretsKey, secretBox } from './webhooks/secrets.ts';
@@ -42,23 +44,41 @@ export type RunningServer = {
 /**
  * Serves the api on `store`: the tokens, metrics, Redis, the app, the HTTP server and the webhook
  * worker, each wired by one step below, in this order. Rejects when it cannot listen (a port in
- * use, an address not on this host); the store stays the caller's to close then.
+ * use, an address not on this host); the store stays the caller's to close then. With a `tracer`
+ * (tracing on), requests, store calls, Redis commands, webhook attempts and event fan-outs make spans.
  */
 export async function startServer(
   config: Config,
-  { store, log, webAppDir }: { store: PlantStore; log: Logger; webAppDir?: string },
+  {
+    store,
+    log,
+    webAppDir,
+    tracer,
+  }: { store: PlantStore; log: Logger; webAppDir?: string; tracer?: Tracer | undefined },
 ): Promise<RunningServer> {
-  const events = createEventHub(store.events, config.events, log);
+  const events = createEventHub(store.events, config.events, log, tracer);
   const { verifier, refresher } = await startTokens(config, store, log, events);
   const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
   const redis = await connectRedis(config, log, metrics);
+  if (redis && tracer) traceRedis(redis, tracer);
   const endpoints = endpointSettings(config, log);
   // The OpenAPI document names the address actually listened on (PORT=0 picks one).
   let url = `http://${config.host}:${config.port}`;
   const publicUrl = () => url;
   const server = createHttpServer(
     config,
-    buildApp(config, { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir }),
+    buildApp(config, {
+      store,
+      verifier,
+      log,
+      metrics,
+      redis,
+      events,
+      endpoints,
+      publicUrl,
+      webAppDir,
+      tracer,
+    }),
   );
   try {
     url = await listen(server, config);
@@ -68,7 +88,7 @@ export async function startServer(
     throw error;
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
-  const worker = startWorker(config, { store, log, metrics, endpoints, verifier });
+  const worker = startWorker(config, { store, log, metrics, endpoints, verifier, tracer });
   const pruning = startPruning({
     what: 'idempotency keys',
     prune: (batch) => store.idempotencyKeys.prune(batch),
@@ -165,11 +185,15 @@ function buildApp(
     endpoints: EndpointSettings;
     publicUrl: () => string;
     webAppDir: string | undefined;
+    tracer: Tracer | undefined;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir } = parts;
+  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir, tracer } = parts;
   return createApp({
     webAppDir,
+    ...(tracer && {
+      tracing: { tracer, dbSystem: config.store.kind === 'postgres' ? 'postgresql' : 'sqlite' },
+    }),
     store,
     verifier,
     log,
@@ -259,14 +283,16 @@ function startWorker(
     metrics: Metrics;
     endpoints: EndpointSettings;
     verifier: TokenVerifier;
+    tracer: Tracer | undefined;
   },
 ): DeliveryWorker {
-  const { store, log, metrics, endpoints, verifier } = parts;
+  const { store, log, metrics, endpoints, verifier, tracer } = parts;
   const worker = startDeliveryWorker({
     outbox: store.deliveries,
     config: config.webhooks,
     log,
     metrics,
+    ...(tracer && { tracer }),
     endpoints: {
       store: store.webhookEndpoints,
       settings: endpoints,

@@ -18,7 +18,7 @@ export function errorMiddleware(log: Logger): Middleware {
       }
     } catch (error) {
       answer = toHttpError(error);
-      logFailure(log, error, ctx.state.requestId);
+      logFailure(ctx.state.log ?? log, error, ctx.state.requestId);
     }
     if (answer === undefined) return;
     ctx.status = answer.status;

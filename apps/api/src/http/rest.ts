@@ -8,6 +8,7 @@ import { type AnyOperation, authorize, type OperationContext } from '../operatio
 import { listOperations } from '../operations/index.ts';
 import { readJsonBody } from './body.ts';
 import { decodeParams, type ParamDecoders, paramDecoders } from './params.ts';
+import type { StoreTracer } from '../tracing/store.ts';
 import { requestScope } from './request-scope.ts';
 import { serveEventStream } from './sse.ts';
 
@@ -59,6 +60,7 @@ export function restAdapter(
   deps: Pick<OperationContext, 'store' | 'webhooks' | 'events' | 'endpoints'> & {
     heartbeatMs: number;
     idempotency: IdempotencyPolicy;
+    storeFor?: StoreTracer | undefined;
   },
 ): Middleware {
   return async (ctx, next) => {
@@ -94,7 +96,9 @@ export function restAdapter(
       const where = route.inputFromBody ? 'request body' : 'request parameters';
       throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
     }
-    const { store, webhooks, events, endpoints } = deps;
+    const { webhooks, events, endpoints } = deps;
+    // With tracing on, the store as this request sees it: its calls are children of its span.
+    const store = deps.storeFor?.(request.span) ?? deps.store;
     const context = { store, webhooks, events, endpoints, principal, request };
     let output: unknown;
     if (key === undefined) output = await route.operation.run(context, parsed.data);

@@ -119,7 +119,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
         } catch (cause) {
           const error = getTRPCErrorFromUnknown(cause);
           errors[i] = error;
-          logTrpcFailure(log, error, ctx.state.requestId, path);
+          logTrpcFailure(ctx.state.log ?? log, error, ctx.state.requestId, path);
           return errorItem(error, path, input, context);
         }
       }),
@@ -200,6 +200,6 @@ async function viaTrpcHandler(
     maxBodySize: BODY_LIMIT_BYTES,
     createContext,
     responseMeta: ({ errors }) => ({ headers: errorHeaders(errors) }),
-    onError: ({ error, path }) => logTrpcFailure(log, error, ctx.state.requestId, path),
+    onError: ({ error, path }) => logTrpcFailure(ctx.state.log ?? log, error, ctx.state.requestId, path),
   });
 }

@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Standing } from '../auth.ts';
 import { describeCauses } from '../causes.ts';
 import { startPruning } from '../pruning.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Delivery, DeliveryOutbox, StoredEndpoint, WebhookEndpointStore } from '../store/store.ts';
+import { startAttemptSpan } from '../tracing/delivery.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
 import { type EndpointSettings, endpointSigner } from './endpoints.ts';
@@ -39,6 +41,8 @@ export type DeliveryWorkerOptions = {
     webhookFailures: { inc(): void };
     webhookCircuitsOpen: { set(value: number): void };
   };
+  /** With tracing on: a CLIENT span per attempt, its `traceparent` sent to the receiver. */
+  tracer?: Tracer;
 };
 
 /** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
@@ -107,6 +111,7 @@ export function startDeliveryWorker({
   log,
   metrics,
   endpoints,
+  tracer,
 }: DeliveryWorkerOptions): DeliveryWorker {
   // Without WEBHOOK_SECRET there are no operator subscribers: their deliveries (from an earlier
   // configuration) wait. Without a secrets key, endpoints' deliveries wait likewise.
@@ -214,14 +219,16 @@ export function startDeliveryWorker({
     const cut = new AbortController();
     attemptsInFlight.add(cut);
     if (abandon.signal.aborted) cut.abort();
+    const span = tracer && startAttemptSpan(tracer, delivery);
     const outcome = await sendDelivery(delivery, {
       sign: to.sign,
       timeoutMs: config.timeoutMs,
       abort: cut.signal,
       ...(to.guard && { guard: to.guard }),
       ...(to.resolveHost && { resolveHost: to.resolveHost }),
-      ...(delivery.endpoint && { headers: { 'webhook-event': delivery.endpoint.event } }),
+      headers: { ...span?.headers, ...(delivery.endpoint && { 'webhook-event': delivery.endpoint.event }) },
     });
+    span?.end(outcome);
     attemptsInFlight.delete(cut);
     const ms = Math.round(performance.now() - started);
     to.inFlight -= 1;
