@@ -30,6 +30,7 @@ export const BASELINE = join(ROOT, 'bench/baseline.mjs');
 export const BASELINE_PG = join(ROOT, 'bench/baseline-pg.mjs');
 export const KOA_FLOOR = join(ROOT, 'bench/koa-floor.mjs');
 export const RECEIVER = join(ROOT, 'bench/receiver.mjs');
+export const OTLP_RECEIVER = join(ROOT, 'bench/otlp-receiver.mjs');
 export const LOAD = join(ROOT, 'bench/load.mjs');
 export const STREAMS = join(ROOT, 'bench/streams.mjs');
 export const HOST = '127.0.0.1';
@@ -229,6 +230,7 @@ function serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv = {}
     };
   }
   if (kind === 'receiver') return { script: RECEIVER, env: { ...base, PORT: String(port) } };
+  if (kind === 'otlp-receiver') return { script: OTLP_RECEIVER, env: { ...base, PORT: String(port) } };
   if (kind === 'baseline' || kind === 'baseline-koa') {
     return {
       script: kind === 'baseline' ? BASELINE : KOA_FLOOR,

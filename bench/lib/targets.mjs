@@ -14,6 +14,11 @@ export const RATIO_TARGETS = {
   get: 0.65,
   list: 0.65,
   webhook: 0.55,
+  // Tracing (issue 26), each against the same scenario with tracing off.
+  'rest-unsampled': 0.97,
+  'get-unsampled': 0.97,
+  'rest-traced': 0.75,
+  'get-traced': 0.75,
 };
 
 export function targets(results, settings) {
@@ -65,6 +70,18 @@ export function targets(results, settings) {
       c.webhook,
       RATIO_TARGETS.webhook,
     );
+    for (const [name, what] of [
+      ['rest-unsampled', 'REST create'],
+      ['get-unsampled', 'GET /plants/{id}'],
+    ]) {
+      atLeast(`${what}, tracing configured but unsampled, ≥ 0.97× tracing off`, c[name], RATIO_TARGETS[name]);
+    }
+    for (const [name, what] of [
+      ['rest-traced', 'REST create'],
+      ['get-traced', 'GET /plants/{id}'],
+    ]) {
+      atLeast(`${what}, every span exported over OTLP, ≥ 0.75× tracing off`, c[name], RATIO_TARGETS[name]);
+    }
     const measured = Object.values(c).filter((s) => s.runs > 0);
     const apiPeaks = Object.entries(c)
       .filter(([, s]) => s.runs > 0 && !s.title.startsWith('baseline'))

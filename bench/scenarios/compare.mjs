@@ -19,9 +19,13 @@ import baselinePg from './baseline-pg.mjs';
 import floorGet from './floor-get.mjs';
 import floorRest from './floor-rest.mjs';
 import get from './get.mjs';
+import getTraced from './get-traced.mjs';
+import getUnsampled from './get-unsampled.mjs';
 import list from './list.mjs';
 import postgres from './postgres.mjs';
 import rest from './rest.mjs';
+import restTraced from './rest-traced.mjs';
+import restUnsampled from './rest-unsampled.mjs';
 import trpc from './trpc.mjs';
 import trpcBatch from './trpc-batch.mjs';
 import webhook from './webhook.mjs';
@@ -32,12 +36,16 @@ export const SCENARIOS = Object.fromEntries(
     baseline,
     floorRest,
     rest,
+    restUnsampled,
+    restTraced,
     trpc,
     trpcBatch,
     webhook,
     baselineGet,
     floorGet,
     get,
+    getUnsampled,
+    getTraced,
     baselineList,
     list,
     baselinePg,
@@ -113,6 +121,8 @@ export async function compare(settings) {
     };
     const backlogs = runs[name].filter((run) => run.webhook).map((run) => run.webhook.backlogSeconds);
     if (backlogs.length > 0) summary[name].backlogSeconds = backlogs;
+    const exported = runs[name].filter((run) => run.otlp).map((run) => run.otlp);
+    if (exported.length > 0) summary[name].otlp = exported;
   }
   for (const name of names) {
     const s = summary[name];

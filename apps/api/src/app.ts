@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -14,12 +15,15 @@ import { metricsMiddleware } from './http/metrics.ts';
 import { observeMiddleware } from './http/observe.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
+import { traceMiddleware } from './http/trace.ts';
 import { trpcAdapter } from './http/trpc.ts';
 import { webAppMiddleware } from './http/web-app.ts';
 import { createHeavyReads } from './heavy-reads.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import type { PlantStore } from './store/store.ts';
+import { type DbSystem, storeTracer } from './tracing/store.ts';
+import { withSyncSpan } from './tracing/sync-span.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { newPlantWebhook } from './webhooks/event.ts';
 
@@ -51,11 +55,13 @@ export type AppOptions = {
   idempotency?: IdempotencyPolicy;
   /** The plant console's built files, served under /app/; `dist/app` beside the bundle by default. */
   webAppDir?: string;
+  /** With tracing on: a span per request and per store call (`db.system` names the store). */
+  tracing?: { tracer: Tracer; dbSystem: DbSystem };
 };
 
 /**
  * Builds the Koa application; it does not listen. `app.callback()` is a plain node:http handler.
- * Order: observe (ids, headers, log, metrics) → errors → CORS → token check → public routes (the
+ * Order: trace (with tracing on) → observe (ids, headers, log, metrics) → errors → CORS → token check → public routes (the
  * document, /docs, the console under /app/, probes) → failed-authentication limit → rate limit →
  * /metrics → tRPC → REST: every route that checks a token runs after both limits.
  */
@@ -64,12 +70,15 @@ export function createApp(options: AppOptions): Koa {
   const idempotency = options.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
   const metrics = options.metrics ?? createMetrics();
   const store = instrumentStore(options.store, metrics);
+  const { tracing } = options;
+  // With tracing on, each traced request sees the store through its own span (tracing/store.ts).
+  const storeFor = tracing && storeTracer(store, tracing.tracer, tracing.dbSystem);
   const webhooks = newPlantWebhook(options.webhookUrls);
   const { hub: events, heartbeatMs } = options.events ?? defaultEvents(options.store, log);
   const endpoints = options.webhookEndpoints;
   const heavyReads = createHeavyReads();
   const createContext: CreateContext = (auth, request) => ({
-    store,
+    store: storeFor ? storeFor(request.span) : store,
     webhooks,
     events,
     endpoints,
@@ -88,6 +97,8 @@ export function createApp(options: AppOptions): Koa {
 
   const app = new Koa();
   app.silent = true;
+  // Outermost: the access log line and everything below run inside the request's span.
+  if (tracing) app.use(traceMiddleware(tracing.tracer, log));
   app.use(observeMiddleware(log, metrics));
   app.use(errorMiddleware(log));
   if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
@@ -101,8 +112,11 @@ export function createApp(options: AppOptions): Koa {
   app.use(docsMiddleware());
   app.use(webAppMiddleware(options.webAppDir));
   app.use(healthMiddleware(store));
-  if (authFailures) app.use(authFailureMiddleware(authFailures.limiter, authFailures.limit));
-  if (rateLimit) app.use(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit));
+  // With Redis, the limiters send their command synchronously: it is a child of the request's span.
+  const limiting = (middleware: Koa.Middleware): Koa.Middleware =>
+    tracing ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next)) : middleware;
+  if (authFailures) app.use(limiting(authFailureMiddleware(authFailures.limiter, authFailures.limit)));
+  if (rateLimit) app.use(limiting(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
   app.use(metricsMiddleware(metrics));
   app.use(trpcAdapter(createContext, log));
   app.use(restAdapter(routes, createContext, { heartbeatMs }));

@@ -35,20 +35,44 @@ export type TokenVerifier = {
   setIssued(tokens: readonly IssuedToken[]): void;
   /** Whether issued tokens are refused because the last `setIssued` is older than `issuedMaxAgeMs`. */
   issuedStale(): boolean;
+  /** Where the token of this name stands now, by the same tokens `verify` accepts. */
+  standing(name: string): Standing;
 };
 
 type Digest = { bytes: Buffer; hex: string };
 /** Most Authorization values whose digest is kept (see `createTokenVerifier`). */
 const DIGEST_CACHE_SIZE = 1000;
 
-/** Names configured tokens take: `api-token-N` (the Nth of API_TOKENS) and `generated`. */
-export const configuredTokenName = (index: number) => `api-token-${index + 1}`;
-export const GENERATED_TOKEN_NAME = 'generated';
+/**
+ * The name a configured token (API_TOKENS, the generated one) takes: derived from its secret's
+ * digest, so it names the same token whatever its position in API_TOKENS, and a replaced token
+ * (another secret) never takes over what the one before it owned.
+ */
+export const configuredTokenName = (secret: string) => `api-token-${tokenDigest(secret).slice(0, 12)}`;
 
-/** Whether a name belongs to configured tokens, so no issued token may take it. */
-export function isConfiguredTokenName(name: string): boolean {
-  return name === GENERATED_TOKEN_NAME || /^api-token-\d+$/.test(name);
+/**
+ * The names configured tokens took before they were derived from digests: `api-token-N` by
+ * position (N up to 11 digits; a derived name has 12) and `generated`. Nothing answers to them any
+ * more: what was stored under them is disabled (migration 8), never handed to another token.
+ */
+export function isLegacyTokenName(name: string): boolean {
+  return name === 'generated' || /^api-token-[1-9][0-9]{0,10}$/.test(name);
 }
+
+/** Whether a name belongs to configured tokens (or did), so no issued token may take it. */
+export function isConfiguredTokenName(name: string): boolean {
+  return isLegacyTokenName(name) || /^api-token-[0-9a-f]{12}$/.test(name);
+}
+
+/**
+ * Where a token name stands on this instance (docs/principals.md): an active principal and its
+ * scopes, inactive (revoked, removed from API_TOKENS, or never a token), or unknown: an issued name
+ * while issued tokens are stale (reloads failing), when a revocation may be among what was missed.
+ */
+export type Standing =
+  | { state: 'active'; scopes: readonly Scope[] }
+  | { state: 'inactive' }
+  | { state: 'unknown' };
 
 /**
  * Builds a verifier for configured tokens (API_TOKENS, the generated one) and issued ones. Tokens
@@ -67,8 +91,10 @@ export function createTokenVerifier(
     principal: { tokenName: token.name, scopes: token.scopes },
     digest: sha256(token.secret),
   }));
-  const configuredNames = new Set(configured.map((token) => token.name));
+  const configuredScopes = new Map(configured.map((token) => [token.name, token.scopes]));
+  /** Issued tokens by digest (for `verify`) and by name (for `standing`). */
   let issued = new Map<string, Principal>();
+  let issuedByName = new Map<string, Principal>();
   let issuedAt = now();
   const stale = () => now() - issuedAt > issuedMaxAgeMs;
   // The digests of Authorization values that matched a token once: clients send the same value on
@@ -99,14 +125,23 @@ export function createTokenVerifier(
       return { ok: true, principal: found };
     },
     setIssued(tokens) {
-      issued = new Map(
-        tokens
-          .filter((token) => !configuredNames.has(token.name) && !isConfiguredTokenName(token.name))
-          .map((token) => [token.digest, { tokenName: token.name, scopes: token.scopes }]),
+      const kept = tokens.filter(
+        (token) => !configuredScopes.has(token.name) && !isConfiguredTokenName(token.name),
       );
+      issued = new Map(kept.map((token) => [token.digest, { tokenName: token.name, scopes: token.scopes }]));
+      issuedByName = new Map([...issued.values()].map((principal) => [principal.tokenName, principal]));
       issuedAt = now();
     },
     issuedStale: stale,
+    standing(name) {
+      const scopes = configuredScopes.get(name);
+      if (scopes !== undefined) return { state: 'active', scopes };
+      // No issued token may hold a configured name: one not configured here is nobody's.
+      if (isConfiguredTokenName(name)) return { state: 'inactive' };
+      if (stale()) return { state: 'unknown' };
+      const principal = issuedByName.get(name);
+      return principal === undefined ? { state: 'inactive' } : { state: 'active', scopes: principal.scopes };
+    },
   };
 }
 

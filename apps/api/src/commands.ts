@@ -5,21 +5,33 @@ import { isSchemaVersion } from './store/migrate.ts';
 import { LATEST_VERSION } from './store/migrations.ts';
 import { migrateStore, openStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
-import { listEndpoints, listFailedDeliveries } from './webhooks/cli.ts';
+import {
+  deleteEndpoint,
+  disableEndpoint,
+  enableEndpoint,
+  listEndpoints,
+  listFailedDeliveries,
+} from './webhooks/cli.ts';
 
 export const USAGE = `Usage: main.js [command]
   (none)                                     serve the api
   migrate [--to N]                           apply pending store migrations; with --to, take the schema
                                              to version N instead, reverting newer ones (0: none)
   token create --name NAME [--scope read|write|webhooks|metrics]...   issue a token (read and write
-                                             unless given; metrics: scrape /metrics);
-                                             prints it once;
-                                             api-token-N and generated are reserved for configured tokens
+                                             unless given; metrics: scrape /metrics); prints it once;
+                                             api-token-… names and generated are reserved for
+                                             configured tokens
   token list                                 list issued tokens (never their secrets)
-  token revoke --name NAME                   revoke a token (every instance within TOKEN_REFRESH_MS)
+  token revoke --name NAME                   revoke a token and disable its webhook endpoints (every
+                                             instance stops accepting it within TOKEN_REFRESH_MS)
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
   webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
                                              with pending and failed counts; never their secrets
+  webhooks disable --id ID                   disable an endpoint: nothing more is sent to it, its
+                                             pending deliveries fail
+  webhooks enable --id ID                    enable a disabled endpoint again (it is delivered to
+                                             only while its token is active with the read scope)
+  webhooks delete --id ID                    delete an endpoint and its deliveries
   help, --help, -h                           show this help
 
 Configuration comes from the environment (DATABASE_URL, API_TOKENS, …): see the README.
@@ -65,6 +77,19 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
       return 0;
     });
   }
+  if (command === 'webhooks' && (sub === 'disable' || sub === 'enable' || sub === 'delete')) {
+    const { id } = parse(args, { id: { type: 'string' } });
+    if (typeof id !== 'string') throw new UsageError('--id is required');
+    if (!/^we_[0-9a-f]{24}$/.test(id)) {
+      throw new UsageError('--id must be a webhook endpoint id (we_ and 24 hex digits)');
+    }
+    const change = { disable: disableEndpoint, enable: enableEndpoint, delete: deleteEndpoint }[sub];
+    return withStore(config, async (store) => {
+      const { message, code } = await change(store, id);
+      process.stderr.write(`${message}\n`);
+      return code;
+    });
+  }
   throw new UsageError(`Unknown command "${[command, sub, ...args].filter(Boolean).join(' ')}"`);
 }
 
@@ -76,9 +101,12 @@ async function createToken(store: PlantStore, args: string[]): Promise<number> {
   if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
     throw new UsageError('--name is required: 1 to 64 letters, digits, ".", "_" or "-"');
   }
-  // A token of a configured token's name would share its rate limit, logs and metrics.
+  // A token of a configured token's name would share its rate limit, logs and metrics, and of an
+  // earlier one's (api-token-N, generated) take over what it owned.
   if (isConfiguredTokenName(name)) {
-    throw new UsageError(`--name "${name}" is reserved for configured tokens (api-token-N, generated)`);
+    throw new UsageError(
+      `--name "${name}" is reserved for configured tokens (api-token-<12 hex digits>, and api-token-N and generated of earlier versions)`,
+    );
   }
   const scopes = [...new Set((scope as string[] | undefined) ?? ['read', 'write'])];
   if (!scopes.every(isScope)) throw new UsageError(`--scope must be one of ${ALL_SCOPES.join(', ')}`);
@@ -111,12 +139,14 @@ async function listTokens(store: PlantStore): Promise<number> {
 async function revokeToken(store: PlantStore, args: string[]): Promise<number> {
   const { name } = parse(args, { name: { type: 'string' } });
   if (typeof name !== 'string') throw new UsageError('--name is required');
-  if (!(await store.tokens.revoke(name))) {
+  const revoked = await store.tokens.revoke(name);
+  if (revoked === undefined) {
     process.stderr.write(`No active token named "${name}".\n`);
     return 1;
   }
+  const { endpointsDisabled: n } = revoked;
   process.stderr.write(
-    `Token "${name}" revoked; running instances stop accepting it within TOKEN_REFRESH_MS.\n`,
+    `Token "${name}" revoked, and its ${n} webhook endpoint${n === 1 ? '' : 's'} disabled; running instances stop accepting it, and end its event streams, within TOKEN_REFRESH_MS.\n`,
   );
   return 0;
 }

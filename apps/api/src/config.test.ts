@@ -211,3 +211,74 @@ describe('loadConfig: Idempotency-Keys', () => {
     );
   });
 });
+
+describe('loadConfig: tracing (OTEL_*)', () => {
+  const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.example:4318/' };
+
+  it('is off without an endpoint, whatever else is set, and with OTEL_SDK_DISABLED=true', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' }).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: '' }).tracing).toBeUndefined();
+    expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'TRUE' }).tracing).toBeUndefined();
+  });
+
+  it('sends to <endpoint>/v1/traces over http/protobuf, parent-based always on, by default', () => {
+    expect(loadConfig(endpoint).tracing).toStrictEqual({
+      url: 'http://collector.example:4318/v1/traces',
+      protocol: 'http/protobuf',
+      serviceName: undefined,
+      sampler: { name: 'parentbased_always_on', ratio: 1 },
+      scheduleDelayMs: 5_000,
+      maxQueueSize: 2_048,
+      maxExportBatchSize: 512,
+    });
+    expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'false' }).tracing).toBeDefined();
+  });
+
+  it('prefers the traces endpoint and protocol, and reads the sampler, its ratio and the batching', () => {
+    expect(
+      loadConfig({
+        ...endpoint,
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/custom/path',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'plants-eu',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        OTEL_BSP_MAX_QUEUE_SIZE: '10',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512',
+      }).tracing,
+    ).toStrictEqual({
+      url: 'https://traces.example/custom/path',
+      protocol: 'http/json',
+      serviceName: 'plants-eu',
+      sampler: { name: 'parentbased_traceidratio', ratio: 0.25 },
+      scheduleDelayMs: 100,
+      maxQueueSize: 10,
+      // No more than the queue holds.
+      maxExportBatchSize: 10,
+    });
+  });
+
+  it.each([
+    [
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      'OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json',
+    ],
+    [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, 'OTEL_TRACES_SAMPLER must be one of always_on'],
+    [{ OTEL_TRACES_SAMPLER_ARG: '1.5' }, 'OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1'],
+    [{ OTEL_TRACES_SAMPLER_ARG: 'half' }, 'OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1'],
+    [{ OTEL_SDK_DISABLED: 'yes' }, 'OTEL_SDK_DISABLED must be true or false'],
+  ])('refuses %o', (env, message) => {
+    expect(() => loadConfig({ ...endpoint, ...env })).toThrow(`Invalid configuration: ${message}`);
+  });
+
+  it('never repeats an endpoint in its error (a URL can carry credentials)', () => {
+    const url = 'ftp://user:hunter2@collector.example';
+    for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
+      expect(() => loadConfig({ [name]: url })).toThrow(`Invalid configuration: ${name} must be an http://`);
+      expect(() => loadConfig({ [name]: url })).not.toThrow(/hunter2/);
+    }
+  });
+});

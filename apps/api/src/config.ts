@@ -26,6 +26,28 @@ function commaList(value: string | undefined): string[] | undefined {
     .filter((entry) => entry.length > 0);
 }
 
+/** OTEL_TRACES_SAMPLER's values that the SDK implements (the spec's, less the remote ones). */
+export const TRACES_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+/** OpenTelemetry's rule for its variables: an empty value is the same as none. */
+function unsetIfEmpty<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value) => (value === '' ? undefined : value), schema);
+}
+
+/** OTLP over HTTP, in either encoding; gRPC is not bundled. */
+function otlpProtocol() {
+  return z.enum(['http/protobuf', 'http/json'], {
+    error: 'must be http/protobuf or http/json (OTLP over gRPC is not supported)',
+  });
+}
+
 /** Every variable the api reads, with its default: also what docs/configuration.md must list. */
 export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -141,6 +163,51 @@ export const EnvSchema = z.object({
   EVENTS_REPLAY_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   IDEMPOTENCY_TTL_MS: z.coerce.number().int().min(1_000).max(2_592_000_000).default(86_400_000),
   IDEMPOTENCY_IN_FLIGHT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
+  // OpenTelemetry's standard variables (docs/tracing.md): tracing is on only with an endpoint.
+  OTEL_SDK_DISABLED: unsetIfEmpty(
+    z
+      .string()
+      .optional()
+      .refine((value) => value === undefined || /^(true|false)$/i.test(value.trim()), {
+        message: 'must be true or false',
+      })
+      .transform((value) => value?.trim().toLowerCase() === 'true'),
+  ),
+  // Never echo these two: a collector's URL can carry credentials.
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetIfEmpty(
+    z
+      .string()
+      .optional()
+      .refine((url) => url === undefined || isHttpUrl(url), {
+        message: 'must be an http:// or https:// URL',
+      }),
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: unsetIfEmpty(
+    z
+      .string()
+      .optional()
+      .refine((url) => url === undefined || isHttpUrl(url), {
+        message: 'must be an http:// or https:// URL',
+      }),
+  ),
+  OTEL_EXPORTER_OTLP_PROTOCOL: unsetIfEmpty(otlpProtocol().default('http/protobuf')),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: unsetIfEmpty(otlpProtocol().optional()),
+  OTEL_SERVICE_NAME: unsetIfEmpty(z.string().min(1).optional()),
+  OTEL_TRACES_SAMPLER: unsetIfEmpty(
+    z
+      .enum(TRACES_SAMPLERS, { error: `must be one of ${TRACES_SAMPLERS.join(', ')}` })
+      .default('parentbased_always_on'),
+  ),
+  OTEL_TRACES_SAMPLER_ARG: unsetIfEmpty(
+    z.coerce
+      .number({ error: 'must be a number from 0 to 1' })
+      .min(0, { error: 'must be a number from 0 to 1' })
+      .max(1, { error: 'must be a number from 0 to 1' })
+      .optional(),
+  ),
+  OTEL_BSP_SCHEDULE_DELAY: unsetIfEmpty(z.coerce.number().int().min(1).max(600_000).default(5_000)),
+  OTEL_BSP_MAX_QUEUE_SIZE: unsetIfEmpty(z.coerce.number().int().min(1).max(1_000_000).default(2_048)),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: unsetIfEmpty(z.coerce.number().int().min(1).max(1_000_000).default(512)),
 });
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -232,6 +299,30 @@ export type Config = {
   apiTokens: string[] | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
   production: boolean;
+  /** Traces to an OTLP collector; `undefined` (off) without an endpoint or with `OTEL_SDK_DISABLED=true`. */
+  tracing: TracingConfig | undefined;
+};
+
+/**
+ * Where spans go, which are kept and how they are batched (docs/tracing.md). The SDK reads the
+ * exporter's other standard variables itself (headers, timeout, compression) and the resource's.
+ */
+export type TracingConfig = {
+  /**
+   * Where spans are POSTed: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given, else
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`. It may carry credentials: log its origin only.
+   */
+  url: string;
+  protocol: 'http/protobuf' | 'http/json';
+  /** `OTEL_SERVICE_NAME`; when unset, `service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else `plant-store-api`. */
+  serviceName: string | undefined;
+  sampler: { name: (typeof TRACES_SAMPLERS)[number]; ratio: number };
+  /** How often batched spans are sent (`OTEL_BSP_SCHEDULE_DELAY`). */
+  scheduleDelayMs: number;
+  /** Spans waiting to be sent, at most (`OTEL_BSP_MAX_QUEUE_SIZE`): past it new ones are dropped, not kept. */
+  maxQueueSize: number;
+  /** Spans per export, at most (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, no more than the queue). */
+  maxExportBatchSize: number;
 };
 
 /** Webhook endpoints that tokens register (operations/webhook-endpoints.ts). */
@@ -350,6 +441,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokens: e.API_TOKENS,
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === 'production',
+    tracing: tracingConfig(e),
+  };
+}
+
+/** On only with an endpoint: a service that was not told where to send spans makes none. */
+function tracingConfig(e: z.infer<typeof EnvSchema>): TracingConfig | undefined {
+  if (e.OTEL_SDK_DISABLED) return undefined;
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const url = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base && `${base.replace(/\/+$/, '')}/v1/traces`);
+  if (url === undefined) return undefined;
+  return {
+    url,
+    protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL,
+    serviceName: e.OTEL_SERVICE_NAME,
+    sampler: { name: e.OTEL_TRACES_SAMPLER, ratio: e.OTEL_TRACES_SAMPLER_ARG ?? 1 },
+    scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+    maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: Math.min(e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, e.OTEL_BSP_MAX_QUEUE_SIZE),
   };
 }
 

@@ -5,6 +5,7 @@ import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger, flushLog } from './log.ts';
 import { type RunningServer, startServer } from './serve.ts';
 import { openStore } from './store/open-store.ts';
+import type { Tracing } from './tracing/tracer.ts';
 
 /**
  * After the store fails for good, how long the process goes on answering (503 for anything that
@@ -32,8 +33,22 @@ async function main(args: string[]): Promise<number | undefined> {
   }
   const config = loadConfig();
   if (args.length > 0) return runCommand(config, args);
-  await serveUntilExit(config, createLogger(config));
+  const log = createLogger(config);
+  await serveUntilExit(config, log, await startTracing(config, log));
   return undefined;
+}
+
+/**
+ * The OpenTelemetry SDK when an OTLP endpoint is configured (config.ts), from its own chunk: a
+ * service without tracing never loads it.
+ */
+async function startTracing(config: Config, log: Logger): Promise<Tracing | undefined> {
+  if (!config.tracing) return undefined;
+  const tracing = (await import('./tracing/sdk.ts')).startTracing(config.tracing);
+  const { url, protocol, sampler } = config.tracing;
+  // The collector by its origin: its URL may carry credentials.
+  log.info({ collector: new URL(url).origin, protocol, sampler: sampler.name }, 'tracing on');
+  return tracing;
 }
 
 /**
@@ -42,17 +57,18 @@ async function main(args: string[]): Promise<number | undefined> {
  * anything that needs the store) for FATAL_DRAIN_MS, then exits 1 so that its supervisor restarts
  * it on what is on disk.
  */
-async function serveUntilExit(config: Config, log: Logger): Promise<void> {
+async function serveUntilExit(config: Config, log: Logger, tracing: Tracing | undefined): Promise<void> {
   const store = await openStore(config.store);
   let running: RunningServer;
   try {
-    running = await startServer(config, { store, log });
+    running = await startServer(config, { store, log, tracer: tracing?.tracer });
   } catch (error) {
     await store.close().catch(() => {});
     throw error;
   }
   let exitCode = 0;
-  const exit = () => void flushLog(log, LOG_FLUSH_MS).then(() => process.exit(exitCode));
+  const exit = () =>
+    void Promise.all([flushTraces(tracing), flushLog(log, LOG_FLUSH_MS)]).then(() => process.exit(exitCode));
   const stop = (signal: string) => void running.close(signal).then(exit);
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
@@ -67,6 +83,21 @@ async function serveUntilExit(config: Config, log: Logger): Promise<void> {
       // Whatever else might keep the drain waiting, the process exits.
       setTimeout(exit, FATAL_EXIT_DEADLINE_MS);
     }, FATAL_DRAIN_MS);
+  });
+}
+
+/** Sends the spans still batched, waiting at most LOG_FLUSH_MS: a collector that is down cannot hold the exit. */
+function flushTraces(tracing: Tracing | undefined): Promise<void> {
+  if (!tracing) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, LOG_FLUSH_MS);
+    void tracing
+      .shutdown()
+      .catch(() => {})
+      .finally(() => {
+        clearTimeout(timer);
+        resolve();
+      });
   });
 }
 

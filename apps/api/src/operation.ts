@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import { getPathParameters, normalizePath, type OpenApiMeta, type OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult, Principal, Scope } from './auth.ts';
@@ -13,6 +14,8 @@ import type { NewPlantWebhook } from './webhooks/event.ts';
 export type RequestScope = {
   /** How many calls the request carries: 1 over REST, the batch's size over /trpc. */
   calls: number;
+  /** The request's span, when tracing records it (http/trace.ts). */
+  span?: Span;
   /** The request's `Idempotency-Key` header, as sent; `undefined` without one. */
   idempotencyKey?: string;
   /** Marks the answer as the stored answer of an earlier request: `Idempotent-Replayed: true`. */

@@ -1,16 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
+import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { createApp } from './app.ts';
-import {
-  ALL_SCOPES,
-  configuredTokenName,
-  createTokenVerifier,
-  GENERATED_TOKEN_NAME,
-  type TokenVerifier,
-} from './auth.ts';
+import { ALL_SCOPES, configuredTokenName, createTokenVerifier, type TokenVerifier } from './auth.ts';
 import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
 import { droppedLogLines } from './log.ts';
@@ -18,9 +13,11 @@ import { createEventHub, type EventHub } from './events/hub.ts';
 import { type Pruning, startPruning } from './pruning.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { createMetrics, type Metrics, setRateLimitBackend } from './metrics.ts';
+import { ownerLookup, streamMayContinue } from './principals.ts';
 import { describeStore } from './store/open-store.ts';
 import type { PlantStore } from './store/store.ts';
 import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './token-refresh.ts';
+import { traceRedis } from './tracing/redis.ts';
 import { createEndpointResolver } from './webhooks/dns.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { generatedSecretsKey, secretBox } from './webhooks/secrets.ts';
@@ -48,26 +45,44 @@ export type RunningServer = {
 /**
  * Serves the api on `store`: the tokens, metrics, Redis, the app, the HTTP server and the webhook
  * worker, each wired by one step below, in this order. Rejects when it cannot listen (a port in
- * use, an address not on this host); the store stays the caller's to close then.
+ * use, an address not on this host); the store stays the caller's to close then. With a `tracer`
+ * (tracing on), requests, store calls, Redis commands, webhook attempts and event fan-outs make spans.
  */
 export async function startServer(
   config: Config,
-  { store, log, webAppDir }: { store: PlantStore; log: Logger; webAppDir?: string },
+  {
+    store,
+    log,
+    webAppDir,
+    tracer,
+  }: { store: PlantStore; log: Logger; webAppDir?: string; tracer?: Tracer | undefined },
 ): Promise<RunningServer> {
-  const { verifier, refresher } = await startTokens(config, store, log);
+  const events = createEventHub(store.events, config.events, log, tracer);
+  const { verifier, refresher } = await startTokens(config, store, log, events);
   const metrics = createMetrics({
     outboxDepth: (options) => store.deliveries.depth(options).catch(() => undefined),
     droppedLogLines: () => droppedLogLines(log),
   });
   const redis = await connectRedis(config, log, metrics);
-  const events = createEventHub(store.events, config.events, log);
+  if (redis && tracer) traceRedis(redis, tracer);
   const endpoints = endpointSettings(config, log);
   // The OpenAPI document names the address actually listened on (PORT=0 picks one).
   let url = `http://${config.host}:${config.port}`;
   const publicUrl = () => url;
   const server = createHttpServer(
     config,
-    buildApp(config, { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir }),
+    buildApp(config, {
+      store,
+      verifier,
+      log,
+      metrics,
+      redis,
+      events,
+      endpoints,
+      publicUrl,
+      webAppDir,
+      tracer,
+    }),
   );
   try {
     url = await listen(server, config);
@@ -77,7 +92,7 @@ export async function startServer(
     throw error;
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
-  const worker = startWorker(config, { store, log, metrics, endpoints });
+  const worker = startWorker(config, { store, log, metrics, endpoints, verifier, tracer });
   const pruning = startPruning({
     what: 'idempotency keys',
     prune: (batch) => store.idempotencyKeys.prune(batch),
@@ -114,24 +129,26 @@ export async function startServer(
 /**
  * The verifier with API_TOKENS (or, with none on SQLite, the generated token) and the issued
  * tokens, loaded now and then reloaded every TOKEN_REFRESH_MS on every instance: the bound on a new
- * token or a revocation taking effect. Past a few missed reloads issued tokens are refused, as a
- * revocation may be among the changes not seen.
+ * token or a revocation taking effect, on requests and (after each reload) on open event streams.
+ * Past a few missed reloads issued tokens are refused, as a revocation may be among the changes not
+ * seen. Configured tokens are named by their digests (`configuredTokenName`).
  */
 async function startTokens(
   config: Config,
   store: PlantStore,
   log: Logger,
+  events: EventHub,
 ): Promise<{ verifier: TokenVerifier; refresher: TokenRefresh }> {
-  const configured = (config.apiTokens ?? []).map((secret, i) => ({
-    name: configuredTokenName(i),
+  const secrets = [...(config.apiTokens ?? [])];
+  // With no API_TOKENS an SQLite service still starts authenticated: see generatedToken.
+  if (config.apiTokens === undefined && config.store.kind === 'sqlite') {
+    secrets.push(generatedToken(join(dirname(resolve(config.store.path)), 'api-token')));
+  }
+  const configured = secrets.map((secret) => ({
+    name: configuredTokenName(secret),
     secret,
     scopes: ALL_SCOPES,
   }));
-  // With no API_TOKENS an SQLite service still starts authenticated: see generatedToken.
-  if (config.apiTokens === undefined && config.store.kind === 'sqlite') {
-    const file = join(dirname(resolve(config.store.path)), 'api-token');
-    configured.push({ name: GENERATED_TOKEN_NAME, secret: generatedToken(file), scopes: ALL_SCOPES });
-  }
   const verifier = createTokenVerifier(configured, {
     issuedMaxAgeMs: MISSED_RELOADS_BEFORE_REFUSAL * config.tokenRefreshMs,
   });
@@ -140,6 +157,8 @@ async function startTokens(
     load: () => store.tokens.active(),
     intervalMs: config.tokenRefreshMs,
     log,
+    // A revoked token's streams end with the reload that drops it.
+    onReload: () => events.retain((tokenName) => streamMayContinue(verifier, tokenName)),
   });
   if (configured.length === 0 && (await store.tokens.active()).length === 0) {
     log.warn('no API_TOKENS and no issued tokens: every request will be answered 401 until `token create`');
@@ -170,11 +189,15 @@ function buildApp(
     endpoints: EndpointSettings;
     publicUrl: () => string;
     webAppDir: string | undefined;
+    tracer: Tracer | undefined;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir } = parts;
+  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir, tracer } = parts;
   return createApp({
     webAppDir,
+    ...(tracer && {
+      tracing: { tracer, dbSystem: config.store.kind === 'postgres' ? 'postgresql' : 'sqlite' },
+    }),
     store,
     verifier,
     log,
@@ -252,18 +275,33 @@ function endpointSettings(config: Config, log: Logger): EndpointSettings {
   };
 }
 
-/** The webhook delivery worker: to the WEBHOOK_URLS subscribers and the registered endpoints. */
+/**
+ * The webhook delivery worker: to the WEBHOOK_URLS subscribers and the registered endpoints, these
+ * only while their owners are active tokens with `read` (docs/principals.md).
+ */
 function startWorker(
   config: Config,
-  parts: { store: PlantStore; log: Logger; metrics: Metrics; endpoints: EndpointSettings },
+  parts: {
+    store: PlantStore;
+    log: Logger;
+    metrics: Metrics;
+    endpoints: EndpointSettings;
+    verifier: TokenVerifier;
+    tracer: Tracer | undefined;
+  },
 ): DeliveryWorker {
-  const { store, log, metrics, endpoints } = parts;
+  const { store, log, metrics, endpoints, verifier, tracer } = parts;
   const worker = startDeliveryWorker({
     outbox: store.deliveries,
     config: config.webhooks,
     log,
     metrics,
-    endpoints: { store: store.webhookEndpoints, settings: endpoints },
+    ...(tracer && { tracer }),
+    endpoints: {
+      store: store.webhookEndpoints,
+      settings: endpoints,
+      owner: ownerLookup(verifier, store.tokens),
+    },
   });
   if (config.webhooks.urls.length > 0) {
     log.info({ subscribers: config.webhooks.urls.length }, 'webhook worker started');

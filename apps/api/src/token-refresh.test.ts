@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createTokenVerifier, type IssuedToken, tokenDigest } from './auth.ts';
 import { startTokenRefresh } from './token-refresh.ts';
 
@@ -75,6 +75,37 @@ describe('startTokenRefresh', () => {
     } finally {
       refresh.stop();
     }
+  });
+
+  it('calls onReload after each reload that succeeded, with the verifier already holding its tokens', async () => {
+    const verifier = createTokenVerifier([]);
+    const { log } = capture();
+    let failing = false;
+    let loads = 0;
+    const seen: string[] = [];
+    const refresh = await startTokenRefresh({
+      verifier,
+      intervalMs: 20,
+      log,
+      load: async () => {
+        loads++;
+        if (failing) throw new Error('store unavailable');
+        return loads === 1 ? TOKENS : [];
+      },
+      onReload: () => seen.push(verifier.standing('reporting').state),
+    });
+    try {
+      await vi.waitFor(() => expect(seen).toContain('inactive'));
+      failing = true;
+      const before = seen.length;
+      await sleep(200);
+      expect(seen.length).toBe(before);
+      expect(loads).toBeGreaterThan(2);
+    } finally {
+      refresh.stop();
+    }
+    // The first load (at start) is not a reload: there is nothing open yet to retain.
+    expect(seen.every((state) => state === 'inactive')).toBe(true);
   });
 
   it('fails start-up when the first load fails', async () => {

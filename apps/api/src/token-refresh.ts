@@ -10,16 +10,18 @@ export type TokenRefresh = { stop(): void };
  * Loads the issued tokens into `verifier` now (a failure is the caller's: the service does not
  * start), then every `intervalMs`, one reload at a time: the next starts `intervalMs` after the
  * previous one ended, so a slow reload is never started twice and an older result never replaces a
- * newer one. Logs each failed reload, and once each way when the verifier starts refusing issued
- * tokens (no reload for its age bound) and when a reload brings them back.
+ * newer one. Calls `onReload` after each reload that succeeded, once the verifier holds its result.
+ * Logs each failed reload, and once each way when the verifier starts refusing issued tokens (no
+ * reload for its age bound) and when a reload brings them back.
  */
 export async function startTokenRefresh(options: {
   verifier: TokenVerifier;
   load: () => Promise<readonly IssuedToken[]>;
   intervalMs: number;
   log: Logger;
+  onReload?: () => void;
 }): Promise<TokenRefresh> {
-  const { verifier, load, intervalMs, log } = options;
+  const { verifier, load, intervalMs, log, onReload } = options;
   verifier.setIssued(await load());
   let refused = false;
   let stopped = false;
@@ -27,6 +29,7 @@ export async function startTokenRefresh(options: {
   const reload = async () => {
     try {
       verifier.setIssued(await load());
+      onReload?.();
       if (refused) log.info('tokens reloaded: issued tokens are accepted again');
       refused = false;
     } catch (error) {

@@ -154,7 +154,8 @@ function resumeInput(input: unknown): unknown {
  * A stream as a tRPC subscription over SSE: each event `tracked()` with its id, so that
  * `httpSubscriptionLink` resumes with `lastEventId` after a reconnection. A stream the hub cuts
  * (a consumer too slow, a shutdown) cuts the connection rather than completing the subscription,
- * so the client reconnects (to another instance, after a shutdown) and resumes.
+ * so the client reconnects (to another instance, after a shutdown) and resumes. A revoked token's
+ * ends with UNAUTHORIZED, which the client does not retry.
  */
 function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObject<S>, EventStream>) {
   type Input = z.input<z.ZodObject<S>> & { lastEventId?: string | null };
@@ -163,7 +164,10 @@ function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObjec
     // TRPCError, which httpSubscriptionLink does not retry forever as it would a 500.
     const stream = (await call(operation as AnyOperation, ctx, () => resumeInput(input))) as EventStream;
     for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
-    if ((await stream.ended) !== 'closed') ctx.request.abort();
+    const ended = await stream.ended;
+    if (ended === 'revoked')
+      throw toTrpcError(new RequestError('invalid_token', 'The bearer token was revoked.'));
+    if (ended !== 'closed') ctx.request.abort();
   });
 }
 

@@ -28,8 +28,8 @@ function lazyImports(): string[] {
 describe('the bundle in dist/', () => {
   it('loads every lazily imported chunk in a plain Node process', async () => {
     const chunks = lazyImports();
-    // The PostgreSQL store, the Redis client and the OpenAPI document, at least.
-    for (const name of ['postgres', 'redis', 'openapi']) {
+    // The PostgreSQL store, the Redis client, the OpenAPI document and the tracing SDK, at least.
+    for (const name of ['postgres', 'redis', 'openapi', 'sdk']) {
       expect(
         chunks.some((chunk) => chunk.startsWith(`chunks/${name}-`)),
         name,
@@ -64,5 +64,14 @@ describe('the bundle in dist/', () => {
        client.disconnect();`,
     ]);
     expect(stdout.trim()).toBe('function function string');
+  });
+
+  it('keeps the OpenTelemetry SDK out of main.js: a service without an endpoint never loads it', () => {
+    const sdk = lazyImports().find((chunk) => chunk.startsWith('chunks/sdk-'))!;
+    // The exporters' content types, and the batch processor's warning, are only in the SDK.
+    for (const text of ['application/x-protobuf', 'maxExportBatchSize must be smaller']) {
+      expect(readFileSync(join(DIST, sdk), 'utf8'), text).toContain(text);
+      expect(readFileSync(join(DIST, 'main.js'), 'utf8'), text).not.toContain(text);
+    }
   });
 });

@@ -306,6 +306,28 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     }
   });
 
+  it('ends the streams of the tokens retain refuses (revoked), asking once per token, and hands them nothing more', async () => {
+    const revoked = [await hub.open({ tokenName: 'revoked' }), await hub.open({ tokenName: 'revoked' })];
+    const kept = await hub.open({ tokenName: 'kept' });
+    const iterator = revoked[0]![Symbol.asyncIterator]();
+    const asked: string[] = [];
+    hub.retain((tokenName) => {
+      asked.push(tokenName);
+      return tokenName !== 'revoked';
+    });
+    expect(asked.sort()).toStrictEqual(['kept', 'revoked']);
+    expect(await Promise.all(revoked.map((stream) => stream.ended))).toStrictEqual(['revoked', 'revoked']);
+    expect(await iterator.next()).toStrictEqual({ done: true, value: undefined });
+    expect(hub.size).toBe(1);
+    await store.create({ id: 1n, name: 'Fern' });
+    const live = kept[Symbol.asyncIterator]();
+    expect((await take(live, 1)).map((event) => event.plant.id)).toStrictEqual([1n]);
+    expect(revoked[1]!.drain()).toStrictEqual([]);
+    // The token may open streams again (if a request could authenticate with it).
+    expect((await hub.open({ tokenName: 'revoked' })).ended).toBeInstanceOf(Promise);
+    await live.return?.(undefined);
+  });
+
   it('ends every stream on close and refuses new ones', async () => {
     const stream = await hub.open({ tokenName: 'tester' });
     hub.close();

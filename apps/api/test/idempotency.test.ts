@@ -21,9 +21,9 @@ import {
 } from './support/stores.ts';
 
 const OTHER_TOKEN = 'plant-store-other-token';
-/** Both tokens, so that a key's scope can be seen; the first is `TOKEN` (`api-token-1`). */
+/** Both tokens, so that a key's scope can be seen; the first is `TOKEN`. */
 const TOKENS_ENV = { API_TOKENS: `${TOKEN},${OTHER_TOKEN}` };
-const TOKEN_NAME = configuredTokenName(0);
+const TOKEN_NAME = configuredTokenName(TOKEN);
 const IN_FLIGHT_MS = 1_000;
 
 const REPLAYED = 'Idempotent-Replayed';

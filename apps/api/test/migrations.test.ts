@@ -204,14 +204,28 @@ const CHANGED_BY_ENDPOINTS = ['index webhook_deliveries_due_by_url:', 'table web
 const unchanged = (lines: string[]) =>
   lines.filter((line) => !CHANGED_BY_ENDPOINTS.some((prefix) => line.startsWith(prefix)));
 
+/** What version 8 (disabled endpoints) adds: two columns (SQLite shows them in the table's text). */
+const DISABLED_REASONS = "'token_revoked', 'token_inactive', 'token_lacks_read', 'operator', 'legacy_owner'";
+const SQLITE_DISABLED_ENDPOINTS =
+  'table webhook_endpoints: CREATE TABLE webhook_endpoints ( id TEXT PRIMARY KEY, owner TEXT NOT NULL, url TEXT NOT NULL, description TEXT, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_expires_at INTEGER, created_at INTEGER NOT NULL ' +
+  `, disabled_at INTEGER, disabled_reason TEXT CHECK (disabled_reason IN (${DISABLED_REASONS})))`;
+const POSTGRES_DISABLED_ENDPOINTS = [
+  'column webhook_endpoints.disabled_at: timestamp with time zone null default -',
+  'column webhook_endpoints.disabled_reason: text null default -',
+  `constraint webhook_endpoints.webhook_endpoints_disabled_reason_check: CHECK ((disabled_reason = ANY (ARRAY[${DISABLED_REASONS.replaceAll("',", "'::text,")}::text])))`,
+];
+/** Version 7's schema with version 8's table of endpoints (SQLite). */
+const withDisabledEndpoints = (lines: string[]) =>
+  lines.map((line) => (line.startsWith('table webhook_endpoints:') ? SQLITE_DISABLED_ENDPOINTS : line));
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: [
+  current: withDisabledEndpoints([
     ...unchanged(SQLITE_RELEASED),
     ...SQLITE_EVENT_LOG,
     ...SQLITE_ENDPOINTS,
     ...SQLITE_FAILED_AT,
-  ].sort(),
+  ]).sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -246,6 +260,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_EVENT_LOG,
     ...POSTGRES_ENDPOINTS,
     ...POSTGRES_FAILED_AT,
+    ...POSTGRES_DISABLED_ENDPOINTS,
   ].sort(),
   async open() {
     const store = await postgresTestStore.setup();
@@ -371,6 +386,61 @@ describe.each(legs)('migrations on $name', (leg) => {
       await migrateStore(db.config, { to: 1 });
       await migrateStore(db.config);
       await withStore(db.config, async (store) => expect(await store.get(fern.id)).toStrictEqual(fern));
+    });
+  });
+
+  it('8 disables what positional token names and revoked tokens own, failing its pending deliveries; reverting deletes it', async () => {
+    await withDatabase(leg, async (db) => {
+      await migrateStore(db.config, { to: 7 });
+      const now = leg === postgresLeg ? 'now()' : '1';
+      const id = (n: number) => `we_${String(n).padStart(24, '0')}`;
+      // Endpoints as version 7 kept them: of configured tokens by position, of an issued token
+      // revoked since, of an active one, and of a name that only looks positional.
+      const owners = ['api-token-1', 'api-token-12', 'generated', 'gone', 'acme', 'api-token-01'];
+      await db.exec(`
+        INSERT INTO api_tokens (name, digest, scopes, created_at, revoked_at) VALUES
+          ('gone', '${'1'.repeat(64)}', 'read,webhooks', ${now}, ${now}),
+          ('acme', '${'2'.repeat(64)}', 'read,webhooks', ${now}, NULL);
+        INSERT INTO webhook_endpoints (id, owner, url, secret, created_at) VALUES
+          ${owners.map((owner, i) => `('${id(i + 1)}', '${owner}', 'https://hooks.example/${i + 1}', 'sealed', ${now})`).join(', ')};
+        INSERT INTO webhook_deliveries (id, endpoint_id, url, payload, status, next_attempt_at, created_at, updated_at) VALUES
+          ${owners.map((_, i) => `('msg_p${i + 1}', '${id(i + 1)}', 'https://hooks.example/${i + 1}', '{}', 'pending', ${now}, ${now}, ${now})`).join(', ')},
+          ('msg_d1', '${id(1)}', 'https://hooks.example/1', '{}', 'delivered', ${now}, ${now}, ${now});
+      `);
+      expect(await migrateStore(db.config)).toStrictEqual({ applied: after(7), reverted: [] });
+      await withStore(db.config, async (store) => {
+        const summaries = await store.webhookEndpoints.summaries({});
+        expect(
+          Object.fromEntries(
+            summaries.map((e) => [e.owner, [e.disabled?.reason ?? null, e.pending, e.failed]]),
+          ),
+        ).toStrictEqual({
+          'api-token-1': ['legacy_owner', 0, 1],
+          'api-token-12': ['legacy_owner', 0, 1],
+          generated: ['legacy_owner', 0, 1],
+          gone: ['token_revoked', 0, 1],
+          acme: [null, 1, 0],
+          'api-token-01': [null, 1, 0],
+        });
+        const page = await store.deliveries.listForEndpoint({ endpointId: id(1), limit: 10 });
+        expect(
+          Object.fromEntries(page!.deliveries.map((d) => [d.id, [d.status, d.lastError]])),
+        ).toStrictEqual({
+          msg_d1: ['delivered', null],
+          msg_p1: ['failed', 'endpoint disabled (legacy_owner)'],
+        });
+        // Create fans out to the enabled ones only.
+        expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+        expect((await store.webhookEndpoints.summaries({})).map((e) => e.pending)).toStrictEqual([
+          0, 0, 0, 0, 2, 2,
+        ]);
+      });
+      // Version 7 would deliver to them again: reverting deletes them, with their deliveries.
+      await migrateStore(db.config, { to: 7 });
+      await withStore(db.config, async (store) => {
+        expect((await store.deliveries.counts()).failed).toBe(0);
+        expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([id(5), id(6)]);
+      });
     });
   });
 

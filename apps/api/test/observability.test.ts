@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { apiOnStore } from './support/api-on-store.ts';
-import { errorBody, JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
+import { errorBody, JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
 import type { RunningApi } from './support/in-process.ts';
 import { oddTrpcPaths, sampleLines } from './support/odd-trpc.ts';
 import { testStores } from './support/stores.ts';
@@ -45,7 +45,7 @@ describe.each(testStores())('observability on $name', (testStore) => {
           method: 'POST',
           route: '/plants',
           status: 200,
-          tokenName: 'api-token-1',
+          tokenName: TOKEN_NAME,
           msg: 'request',
         },
         {
@@ -53,7 +53,7 @@ describe.each(testStores())('observability on $name', (testStore) => {
           method: 'GET',
           route: '/plants/{id}',
           status: 200,
-          tokenName: 'api-token-1',
+          tokenName: TOKEN_NAME,
           msg: 'request',
         },
         {
@@ -116,10 +116,14 @@ describe.each(testStores())('observability on $name', (testStore) => {
       expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0.0.4/);
       const text = answer.text;
       expect(text).toMatch(
-        /plant_store_http_requests_total\{method="POST",route="\/plants",status="200",token="api-token-1"\} \d+/,
+        new RegExp(
+          `plant_store_http_requests_total\\{method="POST",route="/plants",status="200",token="${TOKEN_NAME}"\\} \\d+`,
+        ),
       );
       expect(text).toMatch(
-        /plant_store_http_requests_total\{method="GET",route="\/plants\/\{id\}",status="404",token="api-token-1"\} 1/,
+        new RegExp(
+          `plant_store_http_requests_total\\{method="GET",route="/plants/\\{id\\}",status="404",token="${TOKEN_NAME}"\\} 1`,
+        ),
       );
       expect(text).toContain(
         'plant_store_http_request_duration_seconds_bucket{le="0.001",method="POST",route="/plants",status="200"}',
@@ -157,12 +161,12 @@ describe.each(testStores())('observability on $name', (testStore) => {
       expect((await send(batchOf('plants.list,nope'), { headers: JSON_HEADERS })).status).toBe(207);
       expect((await send(`${api.url}/trpc/valueOf`, { headers: JSON_HEADERS })).status).toBe(404);
       expect(trpcSeries(await scrape())).toStrictEqual([
-        'plant_store_http_requests_total{method="POST",route="/trpc/plants.create",status="200",token="api-token-1"}',
-        'plant_store_http_requests_total{method="POST",route="/trpc/plants.delete",status="400",token="api-token-1"}',
-        'plant_store_http_requests_total{method="POST",route="/trpc (batch)",status="400",token="api-token-1"}',
-        'plant_store_http_requests_total{method="GET",route="/trpc (batch)",status="400",token="api-token-1"}',
-        'plant_store_http_requests_total{method="GET",route="/trpc",status="207",token="api-token-1"}',
-        'plant_store_http_requests_total{method="GET",route="/trpc",status="404",token="api-token-1"}',
+        `plant_store_http_requests_total{method="POST",route="/trpc/plants.create",status="200",token="${TOKEN_NAME}"}`,
+        `plant_store_http_requests_total{method="POST",route="/trpc/plants.delete",status="400",token="${TOKEN_NAME}"}`,
+        `plant_store_http_requests_total{method="POST",route="/trpc (batch)",status="400",token="${TOKEN_NAME}"}`,
+        `plant_store_http_requests_total{method="GET",route="/trpc (batch)",status="400",token="${TOKEN_NAME}"}`,
+        `plant_store_http_requests_total{method="GET",route="/trpc",status="207",token="${TOKEN_NAME}"}`,
+        `plant_store_http_requests_total{method="GET",route="/trpc",status="404",token="${TOKEN_NAME}"}`,
       ]);
     });
 
@@ -173,7 +177,7 @@ describe.each(testStores())('observability on $name', (testStore) => {
       expect((await send(`${api.url}/nowhere`, { method: 'MKCOL' })).status).toBe(404);
       const text = await scrape();
       expect(text).toContain(
-        'plant_store_http_requests_total{method="other",route="/plants",status="405",token="api-token-1"} 1\n',
+        `plant_store_http_requests_total{method="other",route="/plants",status="405",token="${TOKEN_NAME}"} 1\n`,
       );
       expect(text).toContain(
         'plant_store_http_requests_total{method="other",route="unmatched",status="404",token="-"} 1\n',

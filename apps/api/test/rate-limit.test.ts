@@ -8,7 +8,7 @@ import { waitForLogs } from './support/logs.ts';
 import { redisAvailable, redisUrl } from './support/redis.ts';
 import { sqliteTestStore, type TestStore, type TestStoreInstance, testStores } from './support/stores.ts';
 
-/** API_TOKENS: two tokens, each with its own budget (api-token-1 and api-token-2). */
+/** API_TOKENS: two tokens, each with its own budget (each named by its digest). */
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789';
 const get = (api: RunningApi, token?: string) =>

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { send, TOKEN } from './support/http.ts';
+import { send, TOKEN, TOKEN_NAME } from './support/http.ts';
 import { redisAvailable, redisUrl } from './support/redis.ts';
 import { startProxy } from './support/tcp-proxy.ts';
 import { freePort } from './support/webhook-receiver.ts';
@@ -133,7 +133,7 @@ describe.runIf(redisAvailable())(
         expect(
           [await timedGet(one), await timedGet(two), await timedGet(one)].map((a) => a.remaining),
         ).toEqual([9, 8, 7]);
-        expect(await admin.get('plant-store:rate:token:api-token-1')).toBe('3');
+        expect(await admin.get(`plant-store:rate:token:${TOKEN_NAME}`)).toBe('3');
 
         // Down (connections reset, new ones refused): each instance counts alone, at once.
         proxy.setMode('down');
@@ -166,7 +166,7 @@ describe.runIf(redisAvailable())(
         proxy.setMode('up');
         for (const api of [one, two]) await waitForLog(api, SHARED, 3);
         expect([await timedGet(two), await timedGet(one)].map((a) => a.remaining)).toEqual([6, 5]);
-        expect(await admin.get('plant-store:rate:token:api-token-1')).toBe('5');
+        expect(await admin.get(`plant-store:rate:token:${TOKEN_NAME}`)).toBe('5');
         for (const api of [one, two]) {
           expect(await backendGauge(api)).toEqual({ redis: 1, memory: 0 });
           // One line per change, not per request or per reconnection attempt.

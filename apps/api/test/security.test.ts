@@ -7,7 +7,7 @@
 import { parseJson } from '@plant-store/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -80,7 +80,7 @@ describe.each(testStores())('OWASP API Top 10 on $name', (testStore) => {
       expect(api.logs.join('\n')).not.toContain(TOKEN);
       expect(api.logs.join('\n')).not.toContain('guessed-secret-123');
       const line = JSON.parse(api.logs.find((entry) => entry.includes('"reqId":"named-1"'))!);
-      expect(line).toMatchObject({ tokenName: 'api-token-1', status: 200, route: '/plants', method: 'GET' });
+      expect(line).toMatchObject({ tokenName: TOKEN_NAME, status: 200, route: '/plants', method: 'GET' });
     });
   });
 

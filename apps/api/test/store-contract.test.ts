@@ -901,6 +901,117 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(listed).toStrictEqual(newestFirst);
     });
 
+    /** The endpoint's deliveries as the owner lists them, oldest first: status and last error. */
+    const outcomes = async (n: number) =>
+      (await store.deliveries.listForEndpoint({ endpointId: endpoint(n).id, limit: 100 }))!.deliveries
+        .map(({ status, lastError }) => ({ status, lastError }))
+        .reverse();
+
+    it('disables an endpoint: its pending deliveries fail, create fans out to it no more, a second disable keeps the first reason', async () => {
+      for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
+      expect((await store.webhookEndpoints.get(endpoint(1).id))!.disabled).toBeNull();
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+      const [delivered] = await store.deliveries.claim({
+        endpointId: endpoint(1).id,
+        limit: 1,
+        leaseMs: 60_000,
+      });
+      await store.deliveries.markDelivered([delivered!.id], [200]);
+      expect(await store.create({ id: 2n, name: 'Moss' }, [], undefined, '{"id":2}')).toBe(true);
+
+      const disabled = await store.webhookEndpoints.disable(endpoint(1).id, 'operator');
+      expect(disabled!.disabled).toStrictEqual({ at: expect.any(Date), reason: 'operator' });
+      expect(Math.abs(disabled!.disabled!.at.getTime() - Date.now())).toBeLessThan(60_000);
+      expect(await outcomes(1)).toStrictEqual([
+        { status: 'delivered', lastError: null },
+        { status: 'failed', lastError: 'endpoint disabled (operator)' },
+      ]);
+      expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);
+      expect(await store.create({ id: 3n, name: 'Ivy' }, [], undefined, '{"id":3}')).toBe(true);
+      expect(await outcomes(1)).toHaveLength(2);
+      expect(await outcomes(2)).toHaveLength(3);
+      // Read back by every reader, the listing included.
+      expect((await store.webhookEndpoints.get(endpoint(1).id, 'alice'))!.disabled).toStrictEqual(
+        disabled!.disabled,
+      );
+      expect(
+        (await store.webhookEndpoints.list('alice')).map((e) => e.disabled?.reason ?? null),
+      ).toStrictEqual(['operator', null]);
+      expect(await store.webhookEndpoints.summaries({ owner: 'alice' })).toMatchObject([
+        { id: endpoint(1).id, disabled: { reason: 'operator' }, pending: 0, failed: 1 },
+        { id: endpoint(2).id, disabled: null, pending: 3, failed: 0 },
+      ]);
+
+      // A delivery enqueued anyway (a ping, a create that raced the disabling) is failed by the
+      // next disable, which keeps the first time and reason.
+      await store.deliveries.enqueue(
+        {
+          id: `msg_${'4'.repeat(32)}`,
+          endpointId: endpoint(1).id,
+          url: endpoint(1).url,
+          event: 'webhook.ping',
+          payload: '{}',
+        },
+        ROOM,
+      );
+      const again = await store.webhookEndpoints.disable(endpoint(1).id, 'token_inactive');
+      expect(again!.disabled).toStrictEqual(disabled!.disabled);
+      expect((await outcomes(1)).at(-1)).toStrictEqual({
+        status: 'failed',
+        lastError: 'endpoint disabled (operator)',
+      });
+      expect(await store.webhookEndpoints.disable(endpoint(9).id, 'operator')).toBeUndefined();
+    });
+
+    it('enables a disabled endpoint: new plants fan out to it again, its failed deliveries stay failed', async () => {
+      await store.webhookEndpoints.create(endpoint(1), max);
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+      await store.webhookEndpoints.disable(endpoint(1).id, 'token_lacks_read');
+      const enabled = await store.webhookEndpoints.enable(endpoint(1).id);
+      expect(enabled).toMatchObject({ id: endpoint(1).id, disabled: null });
+      expect(await store.create({ id: 2n, name: 'Moss' }, [], undefined, '{"id":2}')).toBe(true);
+      expect(await outcomes(1)).toStrictEqual([
+        { status: 'failed', lastError: 'endpoint disabled (token_lacks_read)' },
+        { status: 'pending', lastError: null },
+      ]);
+      expect(await store.webhookEndpoints.enable(endpoint(9).id)).toBeUndefined();
+    });
+
+    it('deletes any owner’s endpoint, with its deliveries, when no owner is named (the admin command)', async () => {
+      await store.webhookEndpoints.create(endpoint(1), max);
+      await store.webhookEndpoints.create(endpoint(2, 'bob'), max);
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+      expect(await store.webhookEndpoints.delete(endpoint(2).id)).toBe(true);
+      expect(await store.webhookEndpoints.delete(endpoint(2).id)).toBe(false);
+      expect(await store.webhookEndpoints.get(endpoint(2).id)).toBeUndefined();
+      expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(1).id]);
+    });
+
+    it('revokes a token and disables its endpoints in one change, failing their pending deliveries; others keep theirs', async () => {
+      await store.tokens.create({ name: 'alice', digest: 'a'.repeat(64), scopes: ['read', 'webhooks'] });
+      await store.tokens.create({ name: 'bob', digest: 'b'.repeat(64), scopes: ['read', 'webhooks'] });
+      for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
+      await store.webhookEndpoints.create(endpoint(3, 'bob'), max);
+      // One already disabled keeps its reason.
+      await store.webhookEndpoints.disable(endpoint(2).id, 'operator');
+      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+
+      expect(await store.tokens.revoke('alice')).toStrictEqual({ endpointsDisabled: 1 });
+      expect(await store.tokens.revoke('alice')).toBeUndefined();
+      expect(await store.tokens.revoke('nobody')).toBeUndefined();
+      expect((await store.webhookEndpoints.get(endpoint(1).id))!.disabled).toStrictEqual({
+        at: expect.any(Date),
+        reason: 'token_revoked',
+      });
+      expect((await store.webhookEndpoints.get(endpoint(2).id))!.disabled?.reason).toBe('operator');
+      expect(await outcomes(1)).toStrictEqual([
+        { status: 'failed', lastError: 'endpoint disabled (token_revoked)' },
+      ]);
+      expect((await store.webhookEndpoints.get(endpoint(3).id))!.disabled).toBeNull();
+      expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(3).id]);
+      expect((await store.tokens.active()).map((token) => token.name)).toStrictEqual(['bob']);
+    });
+
     it('discards what was enqueued for an endpoint that no longer exists, and nothing of one that does', async () => {
       await store.webhookEndpoints.create(endpoint(2), max);
       const orphan = { url: 'http://127.0.0.1:9/x', event: 'webhook.ping' as const, payload: '{}' };

@@ -4,7 +4,7 @@ import { newTokenSecret, tokenDigest } from '../src/auth.ts';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { runApiCommand, startApiProcess } from './support/api-process.ts';
-import { errorBody, send, TOKEN } from './support/http.ts';
+import { errorBody, send, TOKEN, TOKEN_NAME } from './support/http.ts';
 import { type RunningApi, startInProcess } from './support/in-process.ts';
 import {
   postgresAvailable,
@@ -54,14 +54,14 @@ describe.each(testStores())('token names on $name', (testStore) => {
     await store?.teardown();
   });
 
-  it.each(['api-token-1', 'api-token-7', 'generated'])(
+  it.each(['api-token-1', 'api-token-7', 'generated', TOKEN_NAME, 'api-token-0123456789ab'])(
     '`token create` refuses the configured name %s (exit 2) and stores nothing',
     async (name) => {
       const failed = admin(store.env, 'token', 'create', '--name', name);
       await expect(failed).rejects.toMatchObject({ code: 2 });
       const { stderr } = (await failed.catch((error) => error)) as { stderr: string };
       expect(stderr.split('\n')[0]).toBe(
-        `--name "${name}" is reserved for configured tokens (api-token-N, generated)`,
+        `--name "${name}" is reserved for configured tokens (api-token-<12 hex digits>, and api-token-N and generated of earlier versions)`,
       );
       expect(await admin(store.env, 'token', 'list')).toMatchObject({ stdout: '' });
     },
@@ -69,11 +69,13 @@ describe.each(testStores())('token names on $name', (testStore) => {
 
   it('never accepts an issued token that holds a configured name (stored before names were checked)', async () => {
     const squatter = newTokenSecret();
+    const legacySquatter = newTokenSecret();
     const reporting = newTokenSecret();
     const plants = await openStore(loadConfig({ ...store.env, API_TOKENS: TOKEN }).store);
     try {
       for (const [name, secret] of [
-        ['api-token-1', squatter],
+        [TOKEN_NAME, squatter],
+        ['api-token-1', legacySquatter],
         ['reporting', reporting],
       ] as const) {
         expect(await plants.tokens.create({ name, digest: tokenDigest(secret), scopes: ['read'] })).toBe(
@@ -84,8 +86,10 @@ describe.each(testStores())('token names on $name', (testStore) => {
       await plants.close();
     }
     await eventually(async () => (await getPlants(api, reporting)).status === 200, REFRESH_MS * 10);
-    const answer = await getPlants(api, squatter);
-    expect([answer.status, answer.text]).toEqual([401, INVALID]);
+    for (const secret of [squatter, legacySquatter]) {
+      const answer = await getPlants(api, secret);
+      expect([answer.status, answer.text]).toEqual([401, INVALID]);
+    }
     // The configured token keeps its name to itself.
     expect((await getPlants(api, TOKEN)).status).toBe(200);
     await sleep(100);
@@ -93,7 +97,7 @@ describe.each(testStores())('token names on $name', (testStore) => {
       .map((line) => JSON.parse(line))
       .filter((line) => line.msg === 'request' && line.status === 200)
       .map((line) => line.tokenName);
-    expect(new Set(names)).toEqual(new Set(['reporting', 'api-token-1']));
+    expect(new Set(names)).toEqual(new Set(['reporting', TOKEN_NAME]));
   });
 });
 

@@ -6,7 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { startApiProcess, runApiCommand } from './support/api-process.ts';
 import type { RunningApi } from './support/in-process.ts';
-import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
+import { errorBody, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
 import { logLines, waitForLogs } from './support/logs.ts';
 import {
   postgresAvailable,
@@ -455,9 +455,10 @@ describe('webhook endpoints in the built bundle', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       id: endpoint.id,
-      owner: 'api-token-1',
+      owner: TOKEN_NAME,
       url: hook.url,
       description: null,
+      disabled: null,
       pending: 0,
       failed: 0,
     });
@@ -467,20 +468,25 @@ describe('webhook endpoints in the built bundle', () => {
       'url',
       'description',
       'createdAt',
+      'disabled',
       'pending',
       'failed',
     ]);
     expect(stdout).not.toContain(endpoint.secret.slice('whsec_'.length));
     expect((await runApiCommand(['webhooks', 'endpoints', '--owner', 'someone-else'], env)).stdout).toBe('');
 
-    // A token issued with only the webhooks scope manages its own endpoints and nothing else.
+    // A token issued with the webhooks scope (and read, which registering needs) manages its own
+    // endpoints and nothing else.
     const issued = (
-      await runApiCommand(['token', 'create', '--name', 'acme', '--scope', 'webhooks'], env)
+      await runApiCommand(
+        ['token', 'create', '--name', 'acme', '--scope', 'webhooks', '--scope', 'read'],
+        env,
+      )
     ).stdout.trim();
     const acme = { authorization: `Bearer ${issued}`, 'content-type': 'application/json' };
     await until(async () => (await send(`${api.url}/webhook-endpoints`, { headers: acme })).status === 200);
     expect((await send(`${api.url}/webhook-endpoints`, { headers: acme })).json).toStrictEqual([]);
-    expect((await send(`${api.url}/plants`, { headers: acme })).status).toBe(403);
+    expect((await postPlant(api.url, '{"id":1,"name":"Fern"}', acme)).status).toBe(403);
     const own = await send(`${api.url}/webhook-endpoints`, {
       method: 'POST',
       headers: acme,

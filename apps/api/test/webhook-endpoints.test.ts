@@ -4,7 +4,9 @@ import { dirname, join } from 'node:path';
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
 import type { AppRouter } from '../src/router.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { apiOnStore } from './support/api-on-store.ts';
 import type { RunningApi } from './support/in-process.ts';
 import { errorBody, send, TOKEN } from './support/http.ts';
@@ -13,6 +15,7 @@ import { type TestStoreInstance, testStores } from './support/stores.ts';
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789';
 const PLAIN = 'plain-token-0123456789';
+const HOOKS_ONLY = 'hooks-only-token-0123456789';
 const SECRETS_KEY = randomBytes(32).toString('base64');
 const ENDPOINT_ID = /^we_[0-9a-f]{24}$/;
 const SECRET = /^whsec_[A-Za-z0-9+/]{32}$/;
@@ -58,9 +61,10 @@ describe.each(testStores())('webhook endpoints on $name', (testStore) => {
         ...(testStore.name === 'postgres' && { WEBHOOK_SECRETS_KEY: SECRETS_KEY }),
       },
       tokens: [
-        { name: 'alice', secret: ALICE, scopes: ['webhooks'] },
+        { name: 'alice', secret: ALICE, scopes: ['read', 'webhooks'] },
         { name: 'bob', secret: BOB, scopes: ['read', 'webhooks'] },
         { name: 'plain', secret: PLAIN, scopes: ['read', 'write'] },
+        { name: 'hooks-only', secret: HOOKS_ONLY, scopes: ['webhooks'] },
       ],
     },
   );
@@ -72,8 +76,19 @@ describe.each(testStores())('webhook endpoints on $name', (testStore) => {
     const created = await register(ALICE, { url: 'http://127.0.0.1:9/hook', description: 'staging' });
     expect(created.status).toBe(201);
     const endpoint = created.json as { id: string; secret: string; createdAt: string };
-    expect(Object.keys(endpoint)).toStrictEqual(['id', 'url', 'description', 'createdAt', 'secret']);
-    expect(endpoint).toMatchObject({ url: 'http://127.0.0.1:9/hook', description: 'staging' });
+    expect(Object.keys(endpoint)).toStrictEqual([
+      'id',
+      'url',
+      'description',
+      'createdAt',
+      'disabled',
+      'secret',
+    ]);
+    expect(endpoint).toMatchObject({
+      url: 'http://127.0.0.1:9/hook',
+      description: 'staging',
+      disabled: null,
+    });
     expect(endpoint.id).toMatch(ENDPOINT_ID);
     expect(endpoint.secret).toMatch(SECRET);
     expect(endpoint.createdAt).toMatch(ISO);
@@ -186,6 +201,63 @@ describe.each(testStores())('webhook endpoints on $name', (testStore) => {
     // API_TOKENS have every scope.
     const list = await send(`${api.url}/webhook-endpoints`, { headers: as(TOKEN) });
     expect([list.status, list.json]).toStrictEqual([200, []]);
+  });
+
+  it('needs the read scope too to register, since an endpoint receives every plant: 403 naming it, over REST and tRPC', async () => {
+    const answer = await register(HOOKS_ONLY, { url: 'http://127.0.0.1:9/x' });
+    expect([answer.status, answer.text]).toStrictEqual([
+      403,
+      errorBody(403, 'This token lacks the read scope this operation needs.'),
+    ]);
+    expect(
+      await trpcError(
+        trpcAs(api.url, HOOKS_ONLY).webhookEndpoints.create.mutate({ url: 'http://127.0.0.1:9/x' }),
+      ),
+    ).toStrictEqual({ status: 403, message: 'This token lacks the read scope this operation needs.' });
+    expect(await store.rows("SELECT id FROM webhook_endpoints WHERE owner = 'hooks-only'")).toStrictEqual([]);
+    // What it may still do: list (and so delete) what it registered before.
+    const list = await send(`${api.url}/webhook-endpoints`, { headers: as(HOOKS_ONLY) });
+    expect([list.status, list.json]).toStrictEqual([200, []]);
+  });
+
+  it('shows a disabled endpoint with since when and why; ping and redeliver answer 409, delete still works', async () => {
+    const created = (await register(ALICE, { url: 'http://127.0.0.1:9/off' })).json as { id: string };
+    const ping = await send(`${api.url}/webhook-endpoints/${created.id}/ping`, {
+      method: 'POST',
+      headers: as(ALICE),
+    });
+    const deliveryId = (ping.json as { id: string }).id;
+    const plants = await openStore(loadConfig({ ...store.env, API_TOKENS: TOKEN }).store);
+    try {
+      await plants.webhookEndpoints.disable(created.id, 'operator');
+    } finally {
+      await plants.close();
+    }
+    const read = await send(`${api.url}/webhook-endpoints/${created.id}`, { headers: as(ALICE) });
+    const { disabled } = read.json as { disabled: { at: string; reason: string } };
+    expect(disabled).toStrictEqual({ at: expect.stringMatching(ISO), reason: 'operator' });
+    expect(Math.abs(Date.parse(disabled.at) - Date.now())).toBeLessThan(60_000);
+    const refused = errorBody(
+      409,
+      `Webhook endpoint ${created.id} is disabled (operator): it gets no deliveries.`,
+    );
+    for (const suffix of ['/ping', `/deliveries/${deliveryId}/redeliver`]) {
+      const answer = await send(`${api.url}/webhook-endpoints/${created.id}${suffix}`, {
+        method: 'POST',
+        headers: as(ALICE),
+      });
+      expect([suffix, answer.status, answer.text]).toStrictEqual([suffix, 409, refused]);
+    }
+    const deliveries = await send(`${api.url}/webhook-endpoints/${created.id}/deliveries`, {
+      headers: as(ALICE),
+    });
+    expect(deliveries.json).toMatchObject([
+      { id: deliveryId, status: 'failed', lastError: 'endpoint disabled (operator)', nextAttemptAt: null },
+    ]);
+    expect(
+      (await send(`${api.url}/webhook-endpoints/${created.id}`, { method: 'DELETE', headers: as(ALICE) }))
+        .status,
+    ).toBe(204);
   });
 
   it('refuses bad bodies and ids with 400, and refused URLs with the policy’s message', async () => {

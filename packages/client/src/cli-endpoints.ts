@@ -69,13 +69,15 @@ async function list(connection: Connection, _values: Values, _operands: string[]
     out.print('No webhook endpoints.');
     return EXIT.ok;
   }
-  const rows = endpoints.map(({ id, url, description, createdAt }) => [
+  const rows = endpoints.map(({ id, url, description, createdAt, disabled }) => [
     id,
     visible(url),
+    // A disabled endpoint is sent nothing (its token revoked, without read, or an operator's choice).
+    disabled === null ? 'active' : `disabled (${visible(disabled.reason)})`,
     createdAt,
     visible(description ?? ''),
   ]);
-  printTable(out, [['ID', 'URL', 'CREATED', 'DESCRIPTION'], ...rows]);
+  printTable(out, [['ID', 'URL', 'STATUS', 'CREATED', 'DESCRIPTION'], ...rows]);
   return EXIT.ok;
 }
 

@@ -153,7 +153,9 @@ async function main(argv: string[]): Promise<number> {
     }
     const connection = connect(values);
     const output: Output = { json, print: (line) => process.stdout.write(`${visible(line)}\n`) };
-    return await spec.run(connection, values, given, output);
+    const run = () => spec.run(connection, values, given, output);
+    const tracing = await startTracing();
+    return await (tracing ? tracing.run(`plants ${name}`, run) : run());
   } catch (error) {
     if (error instanceof UsageError) return usageFailure(error.message);
     if (error instanceof PlantFileError) {
@@ -422,6 +424,16 @@ function findCommand(command: string | undefined, operands: string[]) {
     );
   }
   return { name: `${command} ${sub}`, spec, given };
+}
+
+/**
+ * The command's span, with OpenTelemetry's standard variables (docs/tracing.md): the SDK is loaded
+ * only when an endpoint is set.
+ */
+async function startTracing() {
+  const { OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT } = process.env;
+  if (!OTEL_EXPORTER_OTLP_ENDPOINT && !OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  return (await import('./cli-tracing.ts')).startCliTracing(process.env);
 }
 
 function connect(values: Values): Connection {

@@ -19,6 +19,7 @@ export type {
   RotatedWebhookSecret,
   WebhookDelivery,
   WebhookEndpoint,
+  WebhookEndpointDisabled,
 } from '@plant-store/schema';
 export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
 export {

@@ -2,6 +2,7 @@ import { ApiErrorSchema, parseJson, stringifyJson } from '@plant-store/schema';
 import { MAX_ANSWER_BYTES, MAX_ERROR_ANSWER_BYTES, readAnswer, UnusableAnswerError } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
 import { idempotencyKeyHeader, markRetriable } from './retry.ts';
+import { traceHeaders } from './trace-context.ts';
 
 /** Options of one call. */
 export type CallOptions = {
@@ -70,6 +71,7 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
         accept: 'application/json',
         ...(body !== undefined && { 'content-type': 'application/json' }),
         ...(idempotencyKey !== undefined && { 'idempotency-key': idempotencyKeyHeader(idempotencyKey) }),
+        ...traceHeaders(),
       },
       ...(body !== undefined && { body: stringifyJson(body) }),
       ...(call.signal && { signal: call.signal }),

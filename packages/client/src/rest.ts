@@ -30,6 +30,7 @@ import {
 } from './rest-send.ts';
 import { retryAfterMs } from './retry-after.ts';
 import { deleteAttempts, keyFor, type RetryOptions, withRetries } from './retry.ts';
+import { traceHeaders } from './trace-context.ts';
 
 export type {
   DeliveriesQuery,
@@ -218,6 +219,7 @@ async function* streamEvents(
           authorization: `Bearer ${token}`,
           accept: 'text/event-stream',
           ...(last !== undefined && { 'last-event-id': String(last) }),
+          ...traceHeaders(),
         },
         signal: connection.signal,
       });

@@ -4,6 +4,7 @@ import type { NewPlant } from '@plant-store/schema';
 import { answerTooLarge, MAX_ANSWER_BYTES, UnusableAnswerError } from './answer-read.ts';
 import type { Backoff, Reply } from './backoff.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
+import { traceHeaders } from './trace-context.ts';
 
 /** Options of {@link plantsCreateBatch}. */
 export type BatchOptions = {
@@ -44,7 +45,7 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
           method: 'POST',
           agent,
           timeout: timeoutMs,
-          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+          headers: { ...headers, ...traceHeaders(), 'content-length': Buffer.byteLength(body) },
         },
         (response) => {
           let text = '';

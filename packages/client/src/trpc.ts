@@ -26,6 +26,7 @@ import {
   type RetryOptions,
   withRetries,
 } from './retry.ts';
+import { traceHeadersOf, traceLink } from './trace-context.ts';
 import { TrpcEventSource } from './trpc-event-source.ts';
 
 /** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
@@ -90,6 +91,8 @@ export type TrpcClient = TRPCClient<AppRouter>;
  * concurrent calls. A failed call rejects with {@link PlantStoreError}, never `TRPCClientError`:
  * `status` is the HTTP status of that call (`0` when no answer arrived), `cause` the tRPC error.
  *
+ * Queries and mutations carry the caller's OpenTelemetry trace context (`traceparent`), if any.
+ *
  * Subscriptions (`plants.events`) run over Server-Sent Events. When the connection drops, or the
  * server is busy or restarting (429, 503), the client reconnects by itself and resumes after the
  * last event it delivered (`lastEventId`): no gap, no repeat. `onError` gets a
@@ -115,6 +118,7 @@ export function createTrpcClient({
       headers: ({ op }) => ({
         authorization,
         'idempotency-key': idempotencyKeyHeader(op.context.idempotencyKey as string),
+        ...traceHeadersOf(op),
       }),
       fetch: calls,
     }),
@@ -122,7 +126,8 @@ export function createTrpcClient({
       url,
       transformer: superjson,
       maxItems: batch.maxItems ?? DEFAULT_MAX_ITEMS,
-      headers: { authorization },
+      // One request for the batch: it carries its first call's trace context.
+      headers: ({ opList }) => ({ authorization, ...traceHeadersOf(opList[0]) }),
       fetch: calls,
     }),
   });
@@ -153,7 +158,7 @@ export function createTrpcClient({
     true: subscriptions,
     false: callLinks,
   });
-  return createTRPCClientProxy(new ErrorMappingClient({ links: [link] }, url, retry));
+  return createTRPCClientProxy(new ErrorMappingClient({ links: [traceLink(), link] }, url, retry));
 }
 
 /**

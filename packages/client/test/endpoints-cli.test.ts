@@ -95,7 +95,7 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const [endpoint] = JSON.parse(listed.stdout);
     expect(JSON.parse(listed.stdout)).toStrictEqual([
-      { id, url, description: 'CLI test', createdAt: expect.any(String) },
+      { id, url, description: 'CLI test', createdAt: expect.any(String), disabled: null },
     ]);
     expect(listed.stdout).not.toContain(secret);
     const created = endpoint.createdAt as string;
@@ -103,8 +103,8 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     expect(await plants(['endpoints', 'list'])).toEqual({
       code: 0,
       stdout:
-        `${'ID'.padEnd(width)}  ${'URL'.padEnd(url.length)}  ${'CREATED'.padEnd(created.length)}  DESCRIPTION\n` +
-        `${id}  ${url}  ${created}  CLI test\n`,
+        `${'ID'.padEnd(width)}  ${'URL'.padEnd(url.length)}  STATUS  ${'CREATED'.padEnd(created.length)}  DESCRIPTION\n` +
+        `${id}  ${url}  active  ${created}  CLI test\n`,
       stderr: '',
     });
 
@@ -238,6 +238,24 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     expect(lines[0]).toBe(HEADER);
     expect(lines.slice(1).map((line) => line.slice(0, 36).trimEnd())).toStrictEqual(newestFirst);
     await plants(['endpoints', 'rm', id]);
+  });
+});
+
+describe('plants endpoints list: a disabled endpoint', () => {
+  it('shows it disabled, with the reason, once an operator disabled it', async () => {
+    const { id } = await addEndpoint(`${receiver.url}/disabled`);
+    // runApiCommand rejects when the command exits non-zero.
+    await runApiCommand(['webhooks', 'disable', '--id', id], {
+      DATABASE_URL: `file:${join(api.dataDir, 'plants.db')}`,
+    });
+    try {
+      const listed = await plants(['endpoints', 'list']);
+      expect(listed).toMatchObject({ code: 0, stderr: '' });
+      const line = listed.stdout.split('\n').find((row) => row.startsWith(id));
+      expect(line).toMatch(new RegExp(`^${id}  \\S+  disabled \\(operator\\)  `));
+    } finally {
+      await plants(['endpoints', 'rm', id]);
+    }
   });
 });
 

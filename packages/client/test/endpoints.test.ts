@@ -52,6 +52,7 @@ describe('REST client: endpoints', () => {
       description: 'REST test',
       secret: expect.stringMatching(/^whsec_/),
       createdAt: expect.any(String),
+      disabled: null,
     });
     const { secret, ...endpoint } = created;
     expect(await rest.endpoints.get(endpoint.id)).toStrictEqual(endpoint);
@@ -308,6 +309,7 @@ describe('tRPC client: webhookEndpoints', () => {
       description: 'tRPC test',
       secret: expect.stringMatching(/^whsec_/),
       createdAt: expect.any(String),
+      disabled: null,
     });
     const { secret, ...endpoint } = created;
     expect(await trpc.webhookEndpoints.get.query({ id: endpoint.id })).toStrictEqual(endpoint);

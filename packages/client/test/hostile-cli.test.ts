@@ -131,7 +131,9 @@ describe('server text with terminal control sequences', () => {
     const url = `https://hooks.example/${HOSTILE}`;
     const server = await fake((res, seen) => {
       if (seen.method === 'GET') {
-        sendJson(res, 200, [{ id, url, description: HOSTILE, createdAt: '2026-11-25T00:00:00.000Z' }]);
+        sendJson(res, 200, [
+          { id, url, description: HOSTILE, createdAt: '2026-11-25T00:00:00.000Z', disabled: null },
+        ]);
       } else {
         sendJson(res, 200, { id, secret: `whsec_${HOSTILE}`, previousSecretExpiresAt: HOSTILE });
       }
@@ -140,8 +142,8 @@ describe('server text with terminal control sequences', () => {
     expect(await plants(server, ['endpoints', 'list'])).toEqual({
       code: 0,
       stdout:
-        `ID                           ${'URL'.padEnd(shownUrl.length)}  CREATED                   DESCRIPTION\n` +
-        `${id}  ${shownUrl}  2026-11-25T00:00:00.000Z  ${SHOWN}\n`,
+        `ID                           ${'URL'.padEnd(shownUrl.length)}  STATUS  CREATED                   DESCRIPTION\n` +
+        `${id}  ${shownUrl}  active  2026-11-25T00:00:00.000Z  ${SHOWN}\n`,
       stderr: '',
     });
     expect(await plants(server, ['endpoints', 'rotate', id])).toEqual({

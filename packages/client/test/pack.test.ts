@@ -139,6 +139,14 @@ describe('the packed client, installed outside the workspace', () => {
     ) as { dependencies: Record<string, string> };
     // Everything it needs comes from the registry: the workspace packages are inside dist/.
     expect(Object.keys(installed.dependencies).sort()).toEqual([
+      // The API (a no-op without an SDK) for trace propagation; the rest for tracing the CLI.
+      '@opentelemetry/api',
+      '@opentelemetry/context-async-hooks',
+      '@opentelemetry/core',
+      '@opentelemetry/exporter-trace-otlp-http',
+      '@opentelemetry/exporter-trace-otlp-proto',
+      '@opentelemetry/resources',
+      '@opentelemetry/sdk-trace',
       '@trpc/client',
       '@trpc/server',
       'cli-progress',

@@ -58,6 +58,35 @@ export const NewWebhookEndpointSchema = z
 
 export type NewWebhookEndpoint = z.infer<typeof NewWebhookEndpointSchema>;
 
+/**
+ * Why an endpoint gets no deliveries: its token was revoked (`token_revoked`); the service found its
+ * token no longer active, revoked or removed from the configuration (`token_inactive`), or without
+ * the `read` scope (`token_lacks_read`); an operator disabled it (`operator`); or it belonged to a
+ * token name of an earlier version (`legacy_owner`).
+ */
+export const WEBHOOK_ENDPOINT_DISABLED_REASONS = [
+  'token_revoked',
+  'token_inactive',
+  'token_lacks_read',
+  'operator',
+  'legacy_owner',
+] as const;
+
+/** Since when and why an endpoint gets no deliveries. */
+export const WebhookEndpointDisabledSchema = z
+  .object({
+    at: at('When the endpoint was disabled (RFC 3339, UTC)'),
+    reason: z.enum(WEBHOOK_ENDPOINT_DISABLED_REASONS).meta({
+      description:
+        'token_revoked: its token was revoked; token_inactive: its token is no longer active (revoked, or ' +
+        'removed from the configuration); token_lacks_read: its token lacks the read scope; operator: an ' +
+        'operator disabled it; legacy_owner: it belonged to a token name of an earlier version',
+    }),
+  })
+  .meta({ id: 'WebhookEndpointDisabled' });
+
+export type WebhookEndpointDisabled = z.infer<typeof WebhookEndpointDisabledSchema>;
+
 /** A registered endpoint, as reading and listing answer it: never its secret. */
 export const WebhookEndpointSchema = z
   .object({
@@ -65,6 +94,11 @@ export const WebhookEndpointSchema = z
     url: z.string().meta({ description: 'Where deliveries are POSTed' }),
     description: z.string().nullable().meta({ description: 'The note given at registration, or null' }),
     createdAt: at('When the endpoint was registered (RFC 3339, UTC)'),
+    disabled: WebhookEndpointDisabledSchema.nullable().meta({
+      description:
+        'Null while the endpoint gets deliveries. Otherwise since when and why it gets none: new plants are ' +
+        'not sent to it, its pending deliveries were failed, and ping and redeliver answer 409',
+    }),
   })
   .meta({ id: 'WebhookEndpoint' });
 
@@ -101,9 +135,10 @@ export const WebhookDeliverySchema = z
   .object({
     id: WebhookDeliveryIdSchema,
     event: z.enum(['plant.created', 'webhook.ping']).meta({ description: 'What was delivered' }),
-    status: z
-      .enum(['pending', 'delivered', 'failed'])
-      .meta({ description: 'pending: not yet delivered and still tried; failed: out of attempts' }),
+    status: z.enum(['pending', 'delivered', 'failed']).meta({
+      description:
+        'pending: not yet delivered and still tried; failed: out of attempts, or its endpoint was disabled',
+    }),
     attempts: z.int32().min(0).meta({ description: 'Attempts made so far' }),
     lastResponseCode: z
       .int32()

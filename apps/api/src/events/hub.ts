@@ -1,3 +1,4 @@
+import { ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { RequestError } from '../errors.ts';
@@ -30,9 +31,10 @@ export type EventHubLimits = {
 
 /**
  * Why a stream ended: the consumer stopped, it fell too far behind, the instance is shutting down,
- * or it gave its place to another token's stream (the instance was full; see `admit`).
+ * it gave its place to another token's stream (the instance was full; see `admit`), or its token is
+ * no longer active (see `EventHub.retain`).
  */
-export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'displaced';
+export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'displaced' | 'revoked';
 
 /** One consumer's events, in id order, without gaps or repeats; see `EventHub.open`. */
 export type EventStream = AsyncIterable<StoredEvent> & {
@@ -72,6 +74,8 @@ export type EventHub = {
   open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
   /** Streams open now. */
   readonly size: number;
+  /** Ends ('revoked') every stream whose token `keep` refuses: called after each token reload. */
+  retain(keep: (tokenName: string) => boolean): void;
   /** Ends every stream ('shutdown') and refuses new ones. */
   close(): void;
 };
@@ -114,9 +118,15 @@ type Subscriber = {
  * store's `watch` and every `pollMs`) and hands each new event to every live stream that asks for
  * its type; a stream that resumes from an older id reads its backlog from the log itself, then
  * joins the live ones. The log is the only source: a missed notification delays an event by at
- * most `pollMs`, never loses it.
+ * most `pollMs`, never loses it. With a `tracer`, each page handed to live streams is one span,
+ * `events fan-out`, with how many events and streams it took.
  */
-export function createEventHub(events: EventLog, limits: EventHubLimits, log: Logger): EventHub {
+export function createEventHub(
+  events: EventLog,
+  limits: EventHubLimits,
+  log: Logger,
+  tracer?: Tracer,
+): EventHub {
   /** The live streams by the types they ask for (the names, joined): one group per subset of the types. */
   const groups = new Map<string, Group>();
   const open = new Set<Subscriber>();
@@ -166,11 +176,7 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
           if (head === undefined) return;
           page = await events.after(head, PAGE);
           if (page.length === 0) break;
-          for (const group of groups.values()) {
-            if (group.live.size === 0) continue;
-            const mine = only(group.types, page);
-            if (mine.length > 0) for (const subscriber of group.live) push(subscriber, mine);
-          }
+          fanOut(page);
           head = page.at(-1)!.id;
         } while (page.length === PAGE);
       } while (again);
@@ -180,6 +186,25 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
         reading = undefined;
         if (open.size === 0) stop();
       });
+  }
+
+  /** Hands a page of new events to every live stream that asks for some of them. */
+  function fanOut(page: readonly StoredEvent[]): void {
+    const span = tracer?.startSpan(
+      'events fan-out',
+      { attributes: { 'plant_store.events.count': page.length } },
+      ROOT_CONTEXT,
+    );
+    let streams = 0;
+    for (const group of groups.values()) {
+      if (group.live.size === 0) continue;
+      const mine = only(group.types, page);
+      if (mine.length === 0) continue;
+      for (const subscriber of group.live) push(subscriber, mine);
+      streams += group.live.size;
+    }
+    span?.setAttribute('plant_store.streams.count', streams);
+    span?.end();
   }
 
   /** Hands a page of new events to one live stream: the part it has not taken yet, at once. */
@@ -380,6 +405,12 @@ export function createEventHub(events: EventLog, limits: EventHubLimits, log: Lo
     open: openStream,
     get size() {
       return open.size;
+    },
+    retain(keep) {
+      // Asked once per token with streams open, not once per stream.
+      for (const [tokenName, streams] of [...byToken]) {
+        if (!keep(tokenName)) for (const subscriber of [...streams]) subscriber.end('revoked');
+      }
     },
     close() {
       closed = true;

@@ -20,7 +20,7 @@ export function errorMiddleware(log: Logger): Middleware {
         answer = toHttpError(new RequestError('not_found', 'There is no operation at this method and path.'));
       }
     } catch (error) {
-      logFailure(log, error, ctx.state.requestId);
+      logFailure(ctx.state.log ?? log, error, ctx.state.requestId);
       if (ctx.path.startsWith(TRPC_PREFIX)) return answerTrpc(ctx, false, [trpcFailure(error, undefined)]);
       answer = toHttpError(error);
     }

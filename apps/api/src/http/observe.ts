@@ -36,7 +36,8 @@ export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
       const method = METHODS.has(ctx.method) ? ctx.method : 'other';
       metrics.requests.series(method, route, status, token).value += 1;
       metrics.requestSeconds.series(method, route, status).observe(seconds);
-      log.info(
+      // The request's own logger when it is traced (http/trace.ts): the line then carries its ids.
+      ((ctx.state.log as Logger | undefined) ?? log).info(
         {
           reqId: requestId,
           method: ctx.method,

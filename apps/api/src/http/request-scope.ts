@@ -7,6 +7,8 @@ export function requestScope(ctx: Context, calls: number): RequestScope {
   const idempotencyKey = ctx.req.headers['idempotency-key'];
   return {
     calls,
+    // The request's span when it is traced (http/trace.ts): its store calls are children of it.
+    ...(ctx.state.span && { span: ctx.state.span }),
     ...(typeof idempotencyKey === 'string' && { idempotencyKey }),
     markReplayed: () => ctx.set('Idempotent-Replayed', 'true'),
     // A client may have hung up before the call began: 'close' would then never come again.

@@ -15,7 +15,8 @@ const RECONNECT_MS = 1_000;
  * write, and only while the socket is not backed up: otherwise they stay in the hub's bounded
  * buffer, where overflowing it cuts the connection (the client resumes by id). A shutdown, or the
  * hub giving the stream's place to another token's (see `EventHubLimits.maxStreams`), ends the
- * stream cleanly: EventSource reconnects by itself.
+ * stream cleanly: EventSource reconnects by itself. A revoked token's stream ends after a last
+ * comment saying so (`: closed: the token was revoked`); EventSource's reconnection then gets 401.
  *
  * Written to the socket directly (Koa does not respond), as ready-made HTTP chunks shared by every
  * stream: at 1,000 streams × 1,000 events/s the per-write cost of a Readable, a generator and a
@@ -64,9 +65,10 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
     socket.off('drain', writeWaiting);
     if (reason === 'overflow') socket.destroy();
     else if (reason === 'shutdown') res.end();
-    else if (reason === 'displaced') {
-      // EventSource reconnects by itself and resumes by id; the comment says why to whoever reads.
-      if (!socket.destroyed) socket.write(body(DISPLACED));
+    else if (reason === 'displaced' || reason === 'revoked') {
+      // The comment says why to whoever reads; EventSource then reconnects by itself (and resumes by
+      // id, or after a revocation gets 401).
+      if (!socket.destroyed) socket.write(body(reason === 'displaced' ? DISPLACED : REVOKED));
       res.end();
     }
   });
@@ -111,6 +113,7 @@ const HEARTBEAT = chunk(': heartbeat\n\n');
 const DISPLACED = chunk(
   ": closed: this instance's streams are shared between tokens, and this token held the most; reconnect to resume\n\n",
 );
+const REVOKED = chunk(': closed: the token was revoked\n\n');
 
 /**
  * The frames of a run of events, built once per instance however many streams send it: the hub

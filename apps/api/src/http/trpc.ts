@@ -78,7 +78,7 @@ export function trpcAdapter(createContext: CreateContext, log: Logger): Middlewa
           return trpcResult('replay' in result ? replayedOutput(result.replay) : result.output);
         } catch (thrown) {
           const outcome = trpcFailure(thrown, path);
-          logTrpcFailure(log, outcome.error!, ctx.state.requestId, path);
+          logTrpcFailure(ctx.state.log ?? log, outcome.error!, ctx.state.requestId, path);
           return outcome;
         }
       }),
@@ -144,6 +144,6 @@ async function viaTrpcHandler(ctx: KoaContext, createContext: () => Context, log
     maxBodySize: BODY_LIMIT_BYTES,
     createContext,
     responseMeta: ({ errors }) => ({ headers: errorHeaders(errors) }),
-    onError: ({ error, path }) => logTrpcFailure(log, error, ctx.state.requestId, path),
+    onError: ({ error, path }) => logTrpcFailure(ctx.state.log ?? log, error, ctx.state.requestId, path),
   });
 }

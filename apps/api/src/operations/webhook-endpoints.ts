@@ -81,12 +81,31 @@ async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEnd
   );
 }
 
+/** The caller's endpoint, or 404; 409 when it is disabled (it gets no deliveries, a ping none either). */
+async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
+  const endpoint = await ownEndpoint(ctx, id);
+  if (endpoint.disabled !== null) {
+    throw new RequestError(
+      'conflict',
+      `Webhook endpoint ${id} is disabled (${endpoint.disabled.reason}): it gets no deliveries.`,
+    );
+  }
+  return endpoint;
+}
+
+/** 409 for ping and redeliver. */
+const DISABLED = { 409: 'The endpoint is disabled (see its `disabled`): it gets no deliveries' };
+
 function present(endpoint: StoredEndpoint): WebhookEndpoint {
   return {
     id: endpoint.id,
     url: endpoint.url,
     description: endpoint.description,
     createdAt: endpoint.createdAt.toISOString(),
+    disabled:
+      endpoint.disabled === null
+        ? null
+        : { at: endpoint.disabled.at.toISOString(), reason: endpoint.disabled.reason },
   };
 }
 
@@ -137,7 +156,9 @@ export const createWebhookEndpoint = defineOperation({
     description:
       'Registers an endpoint of this token: from now on every new plant is POSTed to it (event ' +
       '`plant.created`), signed as Standard Webhooks describes with the secret in this answer, which is ' +
-      'shown only here. The URL must be https and resolve only to public addresses.',
+      'shown only here. The URL must be https and resolve only to public addresses. The token needs the ' +
+      '`read` scope as well as `webhooks`, since the endpoint receives every plant; it is delivered to only ' +
+      'while the token stays active with both (otherwise it is disabled: see `disabled`).',
     tags: TAGS,
     successDescription: 'The endpoint, with its signing secret (shown only in this answer)',
     errorResponses: {
@@ -148,11 +169,16 @@ export const createWebhookEndpoint = defineOperation({
       429: 'This token has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY_PER_TOKEN); retry after Retry-After',
       ...ENDPOINT_ERRORS,
       503: 'The store is unavailable, no WEBHOOK_SECRETS_KEY is configured (PostgreSQL), or this instance has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY); retry after Retry-After',
+      403: 'The token lacks the webhooks scope, or the read scope (an endpoint receives every new plant)',
     },
   },
   input: NewWebhookEndpointSchema,
   output: CreatedWebhookEndpointSchema,
   async run(ctx, { url, description }): Promise<CreatedWebhookEndpoint> {
+    // An endpoint receives every new plant: what only a token that may read plants may see.
+    if (!ctx.principal.scopes.includes('read')) {
+      throw new RequestError('forbidden', 'This token lacks the read scope this operation needs.');
+    }
     const { box, policy, perToken, resolver, dnsTimeoutMs } = settingsOf(ctx);
     const owner = ctx.principal.tokenName;
     try {
@@ -341,6 +367,7 @@ export const redeliverWebhook = defineOperation({
     errorResponses: {
       ...NOT_FOUND,
       ...ENDPOINT_ERRORS,
+      ...DISABLED,
       404: 'There is no such endpoint among this token’s, or no such delivery of it',
       400: 'A malformed id or delivery id',
       ...PENDING_FULL,
@@ -350,7 +377,7 @@ export const redeliverWebhook = defineOperation({
   output: WebhookDeliverySchema,
   async run(ctx, { id, deliveryId }): Promise<WebhookDelivery> {
     const { pendingPerEndpoint } = settingsOf(ctx);
-    await ownEndpoint(ctx, id);
+    await ownEnabledEndpoint(ctx, id);
     const delivery = await storeCall(() =>
       ctx.store.deliveries.redeliver({ id: deliveryId, endpointId: id, maxPending: pendingPerEndpoint }),
     );
@@ -376,13 +403,13 @@ export const pingWebhookEndpoint = defineOperation({
       'pending deliveries.',
     tags: TAGS,
     successDescription: 'The ping delivery, pending',
-    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS, ...PENDING_FULL },
+    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS, ...PENDING_FULL, ...DISABLED },
   },
   input: WebhookEndpointParamsSchema,
   output: WebhookDeliverySchema,
   async run(ctx, { id }): Promise<WebhookDelivery> {
     const { pendingPerEndpoint } = settingsOf(ctx);
-    const endpoint = await ownEndpoint(ctx, id);
+    const endpoint = await ownEnabledEndpoint(ctx, id);
     const payload = stringifyJson({
       type: 'webhook.ping',
       endpointId: id,

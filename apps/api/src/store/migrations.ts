@@ -12,6 +12,14 @@ export type Migration = { version: number; name: string; up: Sql; down: Sql };
  */
 const time = { sqlite: 'INTEGER', postgres: 'TIMESTAMPTZ' } as const;
 const stamped = { sqlite: 'INTEGER NOT NULL', postgres: 'TIMESTAMPTZ NOT NULL DEFAULT now()' } as const;
+/** The time now, as `time` keeps it. */
+const now = { sqlite: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", postgres: 'now()' } as const;
+/** The positional names configured tokens had before version 8 (`isLegacyTokenName` in auth.ts). */
+const legacyOwner = {
+  sqlite: `(owner = 'generated' OR (owner GLOB 'api-token-[1-9]*' AND length(owner) <= 21
+            AND substr(owner, 11) NOT GLOB '*[^0-9]*'))`,
+  postgres: `(owner = 'generated' OR owner ~ '^api-token-[1-9][0-9]{0,10}$')`,
+} as const;
 
 /**
  * The schema versions of both stores, applied in order by `migrate.ts` (at start-up and by the
@@ -187,7 +195,35 @@ export const migrations: readonly Migration[] = [
     `,
   },
   {
-    // 8 is the revocation work's; this applies after it (or without it: versions need not be consecutive).
+    version: 8,
+    name: 'disable webhook endpoints',
+    // An endpoint can be disabled (see EndpointDisabledReason in store.ts): create fans out only to
+    // enabled ones, and disabling fails the pending deliveries. Configured tokens were named by
+    // position (`api-token-N`, `generated`) and are now named by digest, so what the old names
+    // own is disabled here, never handed to whichever token now stands at that position; so are the
+    // endpoints of tokens revoked before this version. Reverting deletes the disabled endpoints and
+    // their deliveries: version 7 would deliver to them again.
+    up: (dialect) => `
+      ALTER TABLE webhook_endpoints ADD COLUMN disabled_at ${time[dialect]};
+      ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT
+        CHECK (disabled_reason IN ('token_revoked', 'token_inactive', 'token_lacks_read', 'operator', 'legacy_owner'));
+      UPDATE webhook_endpoints SET disabled_at = ${now[dialect]}, disabled_reason = 'legacy_owner'
+        WHERE ${legacyOwner[dialect]};
+      UPDATE webhook_endpoints SET disabled_at = ${now[dialect]}, disabled_reason = 'token_revoked'
+        WHERE disabled_at IS NULL AND owner IN (SELECT name FROM api_tokens WHERE revoked_at IS NOT NULL);
+      UPDATE webhook_deliveries
+        SET status = 'failed', updated_at = ${now[dialect]},
+            last_error = 'endpoint disabled (' || (SELECT disabled_reason FROM webhook_endpoints WHERE id = endpoint_id) || ')'
+        WHERE status = 'pending' AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NOT NULL);
+    `,
+    down: `
+      DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled_at IS NOT NULL);
+      DELETE FROM webhook_endpoints WHERE disabled_at IS NOT NULL;
+      ALTER TABLE webhook_endpoints DROP COLUMN disabled_reason;
+      ALTER TABLE webhook_endpoints DROP COLUMN disabled_at;
+    `,
+  },
+  {
     version: 9,
     name: 'index failed webhook deliveries by failure time',
     // Failed deliveries are pruned WEBHOOK_FAILED_RETENTION_MS after they failed (`updated_at`, which

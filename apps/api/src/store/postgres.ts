@@ -66,8 +66,9 @@ function appendEvents(type: StoredEvent['type'], changed: string): string {
 }
 
 /**
- * One `plant.created` delivery per registered endpoint for each row of `created` that has a payload
- * in `payloads` (a FROM item `p` of `plant_id, payload`): the endpoints as this statement sees the table.
+ * One `plant.created` delivery per enabled endpoint for each row of `created` that has a payload
+ * in `payloads` (a FROM item `p` of `plant_id, payload`): the endpoints as this statement sees the
+ * table. An endpoint disabled while this runs may still get one: the worker fails it (see `disable`).
  */
 function fanOut(payloads: string): string {
   return `
@@ -75,6 +76,7 @@ function fanOut(payloads: string): string {
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
     SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), endpoint.id, endpoint.url, 'plant.created', p.payload
     FROM ${payloads} JOIN created ON created.id = p.plant_id CROSS JOIN webhook_endpoints AS endpoint
+    WHERE endpoint.disabled_at IS NULL
   )`;
 }
 
@@ -315,19 +317,53 @@ const KEYED_CREATE = keyedChange(
 );
 
 const ENDPOINT_COLUMNS =
-  'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at';
+  'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at, disabled_at, disabled_reason';
 const ENDPOINT_DELIVERY_COLUMNS =
   'id, event, status, attempts, last_response_code, last_error, next_attempt_at, created_at';
 
-/** An endpoint and its deliveries, in one statement: `$1` the id, `$2` the owner. */
+/** An endpoint and its deliveries, in one statement: `$1` the id, `$2` the owner (NULL: any). */
 const DELETE_ENDPOINT = `
-  WITH gone AS (DELETE FROM webhook_endpoints WHERE id = $1 AND owner = $2 RETURNING id),
+  WITH gone AS (DELETE FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR owner = $2) RETURNING id),
   deliveries AS (DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM gone))
   SELECT id FROM gone`;
 
+/**
+ * Disables an endpoint (`$1`) for a reason (`$2`) unless it is already, and fails its pending
+ * deliveries with the reason it keeps, in one statement.
+ */
+const DISABLE_ENDPOINT = `
+  WITH disabled AS (
+    UPDATE webhook_endpoints
+    SET disabled_at = coalesce(disabled_at, now()), disabled_reason = coalesce(disabled_reason, $2)
+    WHERE id = $1
+    RETURNING ${ENDPOINT_COLUMNS}
+  ),
+  failed AS (
+    UPDATE webhook_deliveries AS d
+    SET status = 'failed', last_error = 'endpoint disabled (' || disabled.disabled_reason || ')', updated_at = now()
+    FROM disabled WHERE d.endpoint_id = disabled.id AND d.status = 'pending'
+  )
+  SELECT * FROM disabled`;
+
+/** Revokes a token (`$1`) and disables its endpoints, failing their pending deliveries, in one statement. */
+const REVOKE_TOKEN = `
+  WITH revoked AS (
+    UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING name
+  ),
+  disabled AS (
+    UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = 'token_revoked'
+    WHERE owner IN (SELECT name FROM revoked) AND disabled_at IS NULL
+    RETURNING id
+  ),
+  failed AS (
+    UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint disabled (token_revoked)', updated_at = now()
+    WHERE status = 'pending' AND endpoint_id IN (SELECT id FROM disabled)
+  )
+  SELECT (SELECT count(*) FROM revoked) AS revoked, (SELECT count(*) FROM disabled) AS disabled`;
+
 /** The endpoint summaries of the admin listing; `$1` an owner, or NULL for every endpoint. */
 const ENDPOINT_SUMMARIES = `
-  SELECT e.id, e.owner, e.url, e.description, e.created_at,
+  SELECT e.id, e.owner, e.url, e.description, e.created_at, e.disabled_at, e.disabled_reason,
     (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
     (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
   FROM webhook_endpoints AS e
@@ -898,7 +934,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           fromRow.toEndpoint,
         )
       )[0],
-    delete: (id, owner) => changedOne('endpoints-delete', DELETE_ENDPOINT, [id, owner]),
+    delete: (id, owner) => changedOne('endpoints-delete', DELETE_ENDPOINT, [id, owner ?? null]),
+    disable: async (id, reason) =>
+      (await rowsOf('endpoints-disable', DISABLE_ENDPOINT, [id, reason], fromRow.toEndpoint))[0],
+    enable: async (id) =>
+      (
+        await rowsOf(
+          'endpoints-enable',
+          `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = $1
+           RETURNING ${ENDPOINT_COLUMNS}`,
+          [id],
+          fromRow.toEndpoint,
+        )
+      )[0],
     rotate: async (id, owner, { secret, overlapMs }) =>
       (
         await rowsOf(
@@ -955,11 +1003,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         [name, digest, scopes.join(',')],
       ),
     revoke: (name) =>
-      changedOne(
-        'tokens-revoke',
-        'UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL',
-        [name],
-      ),
+      call(async () => {
+        const { rows } = await query<{ revoked: bigint; disabled: bigint }>('tokens-revoke', REVOKE_TOKEN, [
+          name,
+        ]);
+        return Number(rows[0]!.revoked) === 0 ? undefined : { endpointsDisabled: Number(rows[0]!.disabled) };
+      }),
     list: () => rowsOf('tokens-list', `${SELECT_TOKENS} ORDER BY name`, [], fromRow.toTokenRecord),
     active: () =>
       rowsOf('tokens-active', `${SELECT_TOKENS} WHERE revoked_at IS NULL`, [], fromRow.toStoredToken),

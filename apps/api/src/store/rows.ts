@@ -2,6 +2,8 @@ import {
   type Delivery,
   type DeliveryEvent,
   type EndpointDelivery,
+  type EndpointDisabled,
+  type EndpointDisabledReason,
   type EndpointSummary,
   type StoredEndpoint,
   type FailedDelivery,
@@ -56,6 +58,8 @@ export type EndpointRow = {
   previous_secret: string | null;
   previous_secret_expires_at: Time | null;
   created_at: Time;
+  disabled_at: Time | null;
+  disabled_reason: EndpointDisabledReason | null;
 };
 export type EndpointSummaryRow = Omit<
   EndpointRow,
@@ -126,7 +130,14 @@ export function toEndpoint(row: EndpointRow): StoredEndpoint {
     previousSecretExpiresAt:
       row.previous_secret_expires_at === null ? null : toDate(row.previous_secret_expires_at),
     createdAt: toDate(row.created_at),
+    disabled: toDisabled(row),
   };
+}
+
+function toDisabled(row: Pick<EndpointRow, 'disabled_at' | 'disabled_reason'>): EndpointDisabled | null {
+  return row.disabled_at === null || row.disabled_reason === null
+    ? null
+    : { at: toDate(row.disabled_at), reason: row.disabled_reason };
 }
 
 export function toEndpointSummary(row: EndpointSummaryRow): EndpointSummary {
@@ -136,6 +147,7 @@ export function toEndpointSummary(row: EndpointSummaryRow): EndpointSummary {
     url: row.url,
     description: row.description,
     createdAt: toDate(row.created_at),
+    disabled: toDisabled(row),
     pending: Number(row.pending),
     failed: Number(row.failed),
   };

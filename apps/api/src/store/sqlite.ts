@@ -28,6 +28,8 @@ import {
   type Delivery,
   type DeliveryEvent,
   type DeliveryOutbox,
+  disabledError,
+  type EndpointDisabledReason,
   type EventLog,
   type IdempotencyKeyStore,
   type KeyClaim,
@@ -65,7 +67,9 @@ type Write =
   | { redeliver: { id: string; endpointId: string; maxPending: number } }
   | { discardOrphans: string }
   | { addEndpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>; max: number }
-  | { deleteEndpoint: { id: string; owner: string } }
+  | { deleteEndpoint: { id: string; owner: string | undefined } }
+  | { disableEndpoint: { id: string; reason: EndpointDisabledReason } }
+  | { enableEndpoint: string }
   | { rotateEndpoint: { id: string; owner: string; secret: string; overlapMs: number } }
   | { addToken: StoredToken }
   | { revokeToken: string };
@@ -187,13 +191,13 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
      ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
   );
   const ENDPOINT =
-    'SELECT id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at FROM webhook_endpoints';
+    'SELECT id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at, disabled_at, disabled_reason FROM webhook_endpoints';
   const selectEndpoints = db.prepare<[string], EndpointRow>(
     `${ENDPOINT} WHERE owner = ? ORDER BY created_at, rowid`,
   );
   const selectEndpoint = db.prepare<[string], EndpointRow>(`${ENDPOINT} WHERE id = ?`);
   const SUMMARY = `
-    SELECT e.id, e.owner, e.url, e.description, e.created_at,
+    SELECT e.id, e.owner, e.url, e.description, e.created_at, e.disabled_at, e.disabled_reason,
       (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
       (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
     FROM webhook_endpoints AS e`;
@@ -390,6 +394,14 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
           : toEndpoint(row);
       }),
     delete: (id, owner) => write({ deleteEndpoint: { id, owner } }),
+    disable: async (id, reason) => {
+      const row = await write<EndpointRow | undefined>({ disableEndpoint: { id, reason } });
+      return row && toEndpoint(row);
+    },
+    enable: async (id) => {
+      const row = await write<EndpointRow | undefined>({ enableEndpoint: id });
+      return row && toEndpoint(row);
+    },
     rotate: async (id, owner, options) => {
       const row = await write<EndpointRow | undefined>({ rotateEndpoint: { id, owner, ...options } });
       return row && toEndpoint(row);
@@ -485,7 +497,8 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
  * The write statements, and what each write answers: `{ create }` → whether it inserted (and then
  * enqueued its outbox); `{ delete }` → whether it deleted; `{ claim }` → the
  * leased deliveries; `{ prune }` → how many it deleted; `{ delivered | release | retry | failed }` → nothing; `{ addToken }` → whether it was
- * added; `{ revokeToken }` → whether an active token was revoked. Outbox times are milliseconds
+ * added; `{ revokeToken }` → how many endpoints it disabled, `undefined` when no active token was
+ * revoked; `{ disableEndpoint | enableEndpoint }` → the endpoint's row, `undefined` when none. Outbox times are milliseconds
  * since the epoch; while an attempt runs, `next_attempt_at` is its lease's end.
  */
 function writer(db: Database.Database): (write: Write) => unknown {
@@ -507,11 +520,11 @@ function writer(db: Database.Database): (write: Write) => unknown {
   const enqueue = db.prepare(
     'INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  // One delivery per registered endpoint, as the table holds them in this transaction.
+  // One delivery per enabled endpoint, as the table holds them in this transaction.
   const fanOut = db.prepare<{ payload: string; now: number }>(`
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
     SELECT 'msg_' || lower(hex(randomblob(16))), id, url, 'plant.created', @payload, @now, @now, @now
-    FROM webhook_endpoints`);
+    FROM webhook_endpoints WHERE disabled_at IS NULL`);
   const claimOf = (where: string) =>
     db.prepare<{ subscriber: string; now: number; leaseEnd: number; limit: number }, DeliveryRow>(`
     UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = @leaseEnd, updated_at = @now
@@ -547,15 +560,31 @@ function writer(db: Database.Database): (write: Write) => unknown {
     'DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ?)',
   );
   const ENDPOINT_COLUMNS =
-    'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at';
+    'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at, disabled_at, disabled_reason';
   const addEndpoint = db.prepare<Record<string, unknown>, EndpointRow>(`
     INSERT INTO webhook_endpoints (id, owner, url, description, secret, created_at)
     SELECT @id, @owner, @url, @description, @secret, @now
     WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = @owner) < @max
     RETURNING ${ENDPOINT_COLUMNS}`);
-  const deleteEndpoint = db.prepare<[string, string]>(
-    'DELETE FROM webhook_endpoints WHERE id = ? AND owner = ?',
+  const deleteEndpoint = db.prepare<{ id: string; owner: string | null }>(
+    'DELETE FROM webhook_endpoints WHERE id = @id AND (@owner IS NULL OR owner = @owner)',
   );
+  // An endpoint disabled already keeps its time and reason.
+  const disableEndpoint = db.prepare<{ id: string; reason: string; now: number }, EndpointRow>(`
+    UPDATE webhook_endpoints
+    SET disabled_at = coalesce(disabled_at, @now), disabled_reason = coalesce(disabled_reason, @reason)
+    WHERE id = @id
+    RETURNING ${ENDPOINT_COLUMNS}`);
+  const enableEndpoint = db.prepare<[string], EndpointRow>(`
+    UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = ?
+    RETURNING ${ENDPOINT_COLUMNS}`);
+  const disableOwned = db.prepare<{ owner: string; now: number }, { id: string }>(`
+    UPDATE webhook_endpoints SET disabled_at = @now, disabled_reason = 'token_revoked'
+    WHERE owner = @owner AND disabled_at IS NULL
+    RETURNING id`);
+  const failPending = db.prepare<{ endpointId: string; error: string; now: number }>(`
+    UPDATE webhook_deliveries SET status = 'failed', last_error = @error, updated_at = @now
+    WHERE endpoint_id = @endpointId AND status = 'pending'`);
   const deleteEndpointDeliveries = db.prepare<[string]>(
     'DELETE FROM webhook_deliveries WHERE endpoint_id = ?',
   );
@@ -663,10 +692,17 @@ function writer(db: Database.Database): (write: Write) => unknown {
     }
     if ('deleteEndpoint' in write) {
       const { id, owner } = write.deleteEndpoint;
-      const deleted = deleteEndpoint.run(id, owner).changes === 1;
+      const deleted = deleteEndpoint.run({ id, owner: owner ?? null }).changes === 1;
       if (deleted) deleteEndpointDeliveries.run(id);
       return deleted;
     }
+    if ('disableEndpoint' in write) {
+      const row = disableEndpoint.get({ ...write.disableEndpoint, now });
+      if (row !== undefined)
+        failPending.run({ endpointId: row.id, error: disabledError(row.disabled_reason!), now });
+      return row;
+    }
+    if ('enableEndpoint' in write) return enableEndpoint.get(write.enableEndpoint);
     if ('rotateEndpoint' in write) {
       const { id, owner, secret, overlapMs } = write.rotateEndpoint;
       return rotateEndpoint.get({ id, owner, secret, until: now + overlapMs });
@@ -691,7 +727,13 @@ function writer(db: Database.Database): (write: Write) => unknown {
     } else if ('addToken' in write) {
       const { name, digest, scopes } = write.addToken;
       return addToken.run(name, digest, scopes.join(','), now).changes === 1;
-    } else return revokeToken.run(now, write.revokeToken).changes === 1;
+    } else {
+      if (revokeToken.run(now, write.revokeToken).changes === 0) return undefined;
+      const disabled = disableOwned.all({ owner: write.revokeToken, now });
+      for (const { id } of disabled)
+        failPending.run({ endpointId: id, error: disabledError('token_revoked'), now });
+      return { endpointsDisabled: disabled.length };
+    }
     return undefined;
   };
 }

@@ -1,4 +1,4 @@
-import type { NewPlant } from '@plant-store/schema';
+import type { NewPlant, WebhookEndpointDisabled } from '@plant-store/schema';
 import { isScope, type Scope } from '../auth.ts';
 
 /** A plant as the store holds it: the spec's `Plant` plus its `id`. */
@@ -34,7 +34,7 @@ export interface PlantStore {
    * `answer` (a request carrying an Idempotency-Key), a create that inserts also stores `answer` in
    * its key's row, in the same transaction; it rejects with `KeyClaimLostError`, changing nothing,
    * when the key is no longer claimed by `answer.claim`. With `endpointPayload`, the same transaction
-   * also enqueues one `plant.created` delivery of it to every registered webhook endpoint, as the
+   * also enqueues one `plant.created` delivery of it to every enabled webhook endpoint, as the
    * table holds them then (read in SQL, so an endpoint registered on another instance counts at once).
    */
   create(
@@ -295,7 +295,17 @@ export type StoredEndpoint = {
   previousSecret: string | null;
   previousSecretExpiresAt: Date | null;
   createdAt: Date;
+  /** Since when and why it gets no deliveries (see `EndpointDisabledReason`); null while enabled. */
+  disabled: EndpointDisabled | null;
 };
+
+/** Why an endpoint is disabled (see `WEBHOOK_ENDPOINT_DISABLED_REASONS`). */
+export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
+
+export type EndpointDisabled = { at: Date; reason: EndpointDisabledReason };
+
+/** The `last_error` of the pending deliveries an endpoint's disabling fails. */
+export const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
 
 /** An endpoint with its delivery counts, for the admin listing. */
 export type EndpointSummary = Omit<
@@ -323,8 +333,20 @@ export interface WebhookEndpointStore {
   list(owner: string): Promise<StoredEndpoint[]>;
   /** The endpoint, if it exists and belongs to `owner` (any owner's when `owner` is omitted). */
   get(id: string, owner?: string): Promise<StoredEndpoint | undefined>;
-  /** Deletes the owner's endpoint and all of its deliveries, in one transaction; `false` when none. */
-  delete(id: string, owner: string): Promise<boolean>;
+  /**
+   * Deletes the endpoint and all of its deliveries, in one transaction, if it belongs to `owner`
+   * (any owner's when omitted: the admin command); `false` when none.
+   */
+  delete(id: string, owner?: string): Promise<boolean>;
+  /**
+   * Disables the endpoint: create fans out to it no more, and in the same transaction its pending
+   * deliveries become failed with `disabledError` of its reason. An endpoint already disabled keeps
+   * the time and reason it has (its pending deliveries, enqueued by a create that raced the
+   * disabling, are failed all the same). `undefined` when there is no such endpoint.
+   */
+  disable(id: string, reason: EndpointDisabledReason): Promise<StoredEndpoint | undefined>;
+  /** Enables a disabled endpoint again (its failed deliveries stay failed); `undefined` when none. */
+  enable(id: string): Promise<StoredEndpoint | undefined>;
   /**
    * Makes `secret` (sealed) the endpoint's secret and its current one the previous, signing alongside
    * for `overlapMs` more (the one before that is dropped); `undefined` when the owner has no such endpoint.
@@ -351,8 +373,13 @@ export type TokenRecord = { name: string; scopes: Scope[]; createdAt: Date; revo
 export interface TokenStore {
   /** Adds a token. Resolves `false` when a token of that name exists (revoked ones keep their name). */
   create(token: StoredToken): Promise<boolean>;
-  /** Revokes the active token of that name; `false` when there is none. */
-  revoke(name: string): Promise<boolean>;
+  /**
+   * Revokes the active token of that name and, in the same transaction, disables its webhook
+   * endpoints (`token_revoked`, their pending deliveries failed, as `WebhookEndpointStore.disable`
+   * does). Resolves with how many endpoints it disabled, `undefined` when there is no active token
+   * of that name (and then nothing changed).
+   */
+  revoke(name: string): Promise<{ endpointsDisabled: number } | undefined>;
   /** Every token, revoked ones included, by name. */
   list(): Promise<TokenRecord[]>;
   /** The tokens that are not revoked, for verifiers. */

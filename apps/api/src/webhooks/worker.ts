@@ -1,9 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import type { Standing } from '../auth.ts';
 import { describeCauses } from '../causes.ts';
 import { startPruning } from '../pruning.ts';
 import type { WebhookConfig } from '../config.ts';
-import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/store.ts';
+import type { Delivery, DeliveryOutbox, StoredEndpoint, WebhookEndpointStore } from '../store/store.ts';
+import { startAttemptSpan } from '../tracing/delivery.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
 import { type EndpointSettings, endpointSigner } from './endpoints.ts';
@@ -24,15 +27,22 @@ export type DeliveryWorkerOptions = {
   log: Logger;
   /**
    * The registered endpoints, delivered to when their settings have a secrets key; without it only
-   * the operator subscribers (WEBHOOK_URLS) are.
+   * the operator subscribers (WEBHOOK_URLS) are. `owner` says where an endpoint's owner stands
+   * (principals.ts): only an active owner with `read` is delivered to.
    */
-  endpoints?: { store: WebhookEndpointStore; settings: EndpointSettings };
+  endpoints?: {
+    store: WebhookEndpointStore;
+    settings: EndpointSettings;
+    owner: (name: string) => Promise<Standing>;
+  };
   /** prom-client's (from metrics.ts): attempts by outcome, deliveries given up, open circuit breakers. */
   metrics?: {
     webhookAttempts: { inc(labels: { outcome: 'delivered' | 'retry' | 'failed' }): void };
     webhookFailures: { inc(): void };
     webhookCircuitsOpen: { set(value: number): void };
   };
+  /** With tracing on: a CLIENT span per attempt, its `traceparent` sent to the receiver. */
+  tracer?: Tracer;
 };
 
 /** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
@@ -101,6 +111,7 @@ export function startDeliveryWorker({
   log,
   metrics,
   endpoints,
+  tracer,
 }: DeliveryWorkerOptions): DeliveryWorker {
   // Without WEBHOOK_SECRET there are no operator subscribers: their deliveries (from an earlier
   // configuration) wait. Without a secrets key, endpoints' deliveries wait likewise.
@@ -208,14 +219,16 @@ export function startDeliveryWorker({
     const cut = new AbortController();
     attemptsInFlight.add(cut);
     if (abandon.signal.aborted) cut.abort();
+    const span = tracer && startAttemptSpan(tracer, delivery);
     const outcome = await sendDelivery(delivery, {
       sign: to.sign,
       timeoutMs: config.timeoutMs,
       abort: cut.signal,
       ...(to.guard && { guard: to.guard }),
       ...(to.resolveHost && { resolveHost: to.resolveHost }),
-      ...(delivery.endpoint && { headers: { 'webhook-event': delivery.endpoint.event } }),
+      headers: { ...span?.headers, ...(delivery.endpoint && { 'webhook-event': delivery.endpoint.event }) },
     });
+    span?.end(outcome);
     attemptsInFlight.delete(cut);
     const ms = Math.round(performance.now() - started);
     to.inFlight -= 1;
@@ -269,23 +282,53 @@ export function startDeliveryWorker({
     return Math.max(room, free);
   }
 
+  /** Hands back what this process holds for an endpoint it must not send to now. */
+  function handBackAll(id: string): void {
+    const known = subscribers.get(id);
+    if (known) {
+      handBack(
+        known,
+        known.queue.map((queued) => queued.delivery),
+      );
+      known.queue = [];
+    }
+  }
+
+  /**
+   * Whether an endpoint must get nothing now. A disabled one never does: its pending deliveries,
+   * which a create enqueued as it was being disabled, are failed. An enabled one whose owner is no
+   * longer an active token with `read` is disabled here, for good, the same way. While the
+   * owner's standing is unknown (issued tokens stale), nothing is sent and nothing disabled.
+   */
+  async function withheld(endpoint: StoredEndpoint): Promise<boolean> {
+    if (endpoint.disabled !== null) {
+      await endpoints!.store.disable(endpoint.id, endpoint.disabled.reason);
+      return true;
+    }
+    const owner = await endpoints!.owner(endpoint.owner);
+    if (owner.state === 'unknown') return true;
+    if (owner.state === 'active' && owner.scopes.includes('read')) return false;
+    const reason = owner.state === 'active' ? 'token_lacks_read' : 'token_inactive';
+    await endpoints!.store.disable(endpoint.id, reason);
+    log.warn({ endpointId: endpoint.id, owner: endpoint.owner, reason }, 'webhook endpoint disabled');
+    return true;
+  }
+
   /**
    * The subscriber of a registered endpoint with its secrets as the store holds them now (so a
-   * rotation is seen within a round), or `undefined` when it no longer exists: then what was
-   * enqueued for it as it was deleted is deleted too, and what this process holds is handed back.
+   * rotation is seen within a round), or `undefined` when it no longer exists (then what was
+   * enqueued for it as it was deleted is deleted too) or must get nothing (`withheld`): then what
+   * this process holds for it is handed back.
    */
   async function endpointSubscriber(id: string): Promise<Subscriber | undefined> {
     const endpoint = await endpoints!.store.get(id);
     if (endpoint === undefined) {
-      const gone = subscribers.get(id);
-      if (gone) {
-        handBack(
-          gone,
-          gone.queue.map((queued) => queued.delivery),
-        );
-        gone.queue = [];
-      }
+      handBackAll(id);
       await outbox.discardOrphans(id);
+      return undefined;
+    }
+    if (await withheld(endpoint)) {
+      handBackAll(id);
       return undefined;
     }
     // The secrets are opened (decrypted) only when they changed since the last round: a rotation.
@@ -360,8 +403,8 @@ export function startDeliveryWorker({
       await Promise.all(keys.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
     }
     const pending = new Set(keys);
-    // An endpoint whose claimed deliveries are no longer pending in the store was deleted (with
-    // them): what this process still queues for it is not sent.
+    // An endpoint whose claimed deliveries are no longer pending in the store was deleted or
+    // disabled (with them): what this process still queues for it is not sent.
     for (const [key, known] of subscribers) {
       if (!pending.has(key) && 'endpointId' in known.target && known.queue.length > 0) {
         await endpointSubscriber(key).catch(() => {});

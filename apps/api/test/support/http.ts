@@ -1,7 +1,11 @@
+import { configuredTokenName } from '../../src/auth.ts';
+
 /** A raw HTTP answer, read whole. */
 export type Answer = { status: number; headers: Headers; text: string; json: unknown };
 
 export const TOKEN = 'plant-store-test-token';
+/** The name `TOKEN` takes in API_TOKENS: derived from its digest (`configuredTokenName`). */
+export const TOKEN_NAME = configuredTokenName(TOKEN);
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
 /** Sends one request over real HTTP with a raw string body and reads the whole answer. */

@@ -13,6 +13,8 @@ export type Received = {
   contentType: string;
   /** The `webhook-event` header (registered endpoints' deliveries carry one), or undefined. */
   event: string | undefined;
+  /** The W3C `traceparent` header (sent with tracing on), or undefined. */
+  traceparent: string | undefined;
   body: string;
   verified: boolean;
   /** `performance.now()` when it arrived. */
@@ -64,6 +66,7 @@ export async function startReceiver(
       signature: String(req.headers['webhook-signature']),
       contentType: String(req.headers['content-type']),
       event: req.headers['webhook-event'] as string | undefined,
+      traceparent: req.headers.traceparent as string | undefined,
       body,
       verified,
       at: performance.now(),

@@ -1,0 +1,76 @@
+import { propagation, type Tracer, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
+import type { TracingConfig } from '../config.ts';
+import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
+
+/**
+ * Starts the OpenTelemetry SDK as `config` says: spans batched and POSTed to the collector over
+ * OTLP/HTTP (protobuf or JSON), W3C Trace Context propagation. Registered globally, as
+ * OpenTelemetry's API expects, but with no context manager: spans are handed down explicitly
+ * (tracing/sync-span.ts says why), so `context.active()` is always the root. The exporter
+ * reads the rest of the standard variables itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
+ * _COMPRESSION, and their _TRACES_ forms), the resource OTEL_RESOURCE_ATTRIBUTES.
+ *
+ * Imported dynamically by main.ts, only when tracing is on: a service without it never loads the
+ * SDK. This module imports it statically, so the bundle keeps its exports intact in the chunk.
+ */
+export function startTracing(config: TracingConfig, exporter: SpanExporter = otlpExporter(config)): Tracing {
+  const detected = detectResources({ detectors: [envDetector] });
+  const serviceName =
+    config.serviceName ?? (detected.attributes['service.name'] as string | undefined) ?? SERVICE_NAME;
+  const provider = new TracerProvider({
+    resource: detected.merge(resourceFromAttributes({ 'service.name': serviceName })),
+    sampler: sampler(config.sampler),
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        scheduledDelayMillis: config.scheduleDelayMs,
+        maxQueueSize: config.maxQueueSize,
+        maxExportBatchSize: config.maxExportBatchSize,
+      }),
+    ],
+  });
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  const tracer: Tracer = provider.getTracer(TRACER_NAME);
+  return {
+    tracer,
+    // Spans still batched are sent before the process exits.
+    shutdown: () => provider.shutdown(),
+  };
+}
+
+function otlpExporter({ url, protocol }: TracingConfig): SpanExporter {
+  return protocol === 'http/json' ? new JsonExporter({ url }) : new ProtobufExporter({ url });
+}
+
+/** OTEL_TRACES_SAMPLER and its argument, as the specification defines them. */
+function sampler({ name, ratio }: TracingConfig['sampler']): Sampler {
+  switch (name) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(ratio);
+    case 'parentbased_always_on':
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  }
+}
