@@ -1,17 +1,17 @@
-import {
-  type Delivery,
-  type DeliveryEvent,
-  type EndpointDelivery,
-  type EndpointDisabled,
-  type EndpointDisabledReason,
-  type EndpointSummary,
-  type StoredEndpoint,
-  type FailedDelivery,
-  parseScopes,
-  type StoredEvent,
-  type StoredPlant,
-  type StoredToken,
-  type TokenRecord,
+import { parseScopes } from '../scopes.ts';
+import type {
+  Delivery,
+  DeliveryEvent,
+  EndpointDelivery,
+  EndpointDisabled,
+  EndpointDisabledReason,
+  EndpointSummary,
+  FailedDelivery,
+  StoredEndpoint,
+  StoredEvent,
+  StoredPlant,
+  StoredToken,
+  TokenRecord,
 } from './store.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { NewPlant, WebhookEndpointDisabled } from '@plant-store/schema';
-import { isScope, type Scope } from '../auth.ts';
+import type { Scope } from '../scopes.ts';
 
 /** A plant as the store holds it: the spec's `Plant` plus its `id`. */
 export type StoredPlant = { id: bigint; name: string; tag?: string };
@@ -358,11 +358,6 @@ export interface WebhookEndpointStore {
   ): Promise<StoredEndpoint | undefined>;
   /** Every endpoint (of one owner, when given), oldest first, with pending and failed delivery counts. */
   summaries(options: { owner?: string }): Promise<EndpointSummary[]>;
-}
-
-/** Scopes as stored: a comma-separated list. */
-export function parseScopes(text: string): Scope[] {
-  return text.split(',').filter(isScope);
 }
 
 /** An issued bearer token as the store keeps it: never the secret, only its SHA-256 digest (hex). */
