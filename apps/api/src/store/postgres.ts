@@ -1,7 +1,7 @@
 import type { NewPlant } from '@plant-store/schema';
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from './migrate.ts';
-import { listen } from './postgres-listen.ts';
+import { listen } from './postgres/listen.ts';
 import * as fromRow from './rows.ts';
 import {
   type ClaimOutcome,

@@ -22,7 +22,7 @@ import {
   toStoredToken,
   toTokenRecord,
 } from './rows.ts';
-import { migrateSqlite } from './sqlite-migrate.ts';
+import { migrateSqlite } from './sqlite/migrate.ts';
 import {
   type ClaimOutcome,
   type Delivery,

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { type MigrateOptions, type MigrationDriver, type MigrationResult, migrate } from './migrate.ts';
-import { makePrivate } from './private-files.ts';
+import { type MigrateOptions, type MigrationDriver, type MigrationResult, migrate } from '../migrate.ts';
+import { makePrivate } from '../private-files.ts';
 
 /**
  * Migrates an open SQLite connection. The whole run is one transaction: all or nothing. It begins
