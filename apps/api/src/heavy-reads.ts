@@ -1,6 +1,7 @@
 import type { Span } from '@opentelemetry/api';
+import type { PlantWithId } from '@plant-store/schema';
 import { ApiError } from './errors.ts';
-import { PAGE_BUDGET_BYTES, type StoredPlant, textBytes } from './store/store.ts';
+import { PAGE_BUDGET_BYTES, textBytes } from './store/store.ts';
 
 /**
  * Requests reading pages of plants (`GET /plants`, `plants.list`) that this process serves at once,
@@ -50,7 +51,7 @@ export function admitHeavyRead(request: RequestScope): number {
  * past it. In a batch that would let each call hold a plant beyond its share, so there a call whose
  * first plant exceeds its share is refused (413) instead: list it in a request with fewer calls.
  */
-export function checkShare(request: RequestScope, plants: readonly StoredPlant[], maxBytes: number): void {
+export function checkShare(request: RequestScope, plants: readonly PlantWithId[], maxBytes: number): void {
   if (request.calls === 1 || plants.length !== 1 || textBytes(plants[0]!) <= maxBytes) return;
   throw new ApiError(
     'too_large',

@@ -1,6 +1,7 @@
 import type { OpenApiMeta, OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
-import type { AuthResult, Principal, Scope } from './auth.ts';
+import type { AuthResult, Principal } from './auth.ts';
+import type { Scope } from './scopes.ts';
 import { ApiError } from './errors.ts';
 import type { EventHub } from './events/hub.ts';
 import type { RequestScope } from './heavy-reads.ts';

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { savedPrivately } from '../store/private-files.ts';
+import { savedPrivately } from '../saved-secret.ts';
 
 /** Standard Webhooks secrets this service generates: `whsec_` and base64 of this many random bytes. */
 const SECRET_BYTES = 24;
