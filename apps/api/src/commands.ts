@@ -1,5 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { ALL_SCOPES, isConfiguredTokenName, isScope, newTokenSecret, tokenDigest } from './auth.ts';
+import { isConfiguredTokenName, newTokenSecret, tokenDigest } from './auth.ts';
+import { ALL_SCOPES, isScope } from './scopes.ts';
 import type { Config } from './config.ts';
 import { isSchemaVersion } from './store/migrate.ts';
 import { LATEST_VERSION } from './store/migrations.ts';

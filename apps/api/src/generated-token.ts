@@ -1,6 +1,6 @@
 import { newTokenSecret } from './auth.ts';
 import { MIN_API_TOKEN_LENGTH } from './config.ts';
-import { savedPrivately } from './store/private-files.ts';
+import { savedPrivately } from './saved-secret.ts';
 
 /**
  * The bearer token of a service started without API_TOKENS: read from `file`, or on first start

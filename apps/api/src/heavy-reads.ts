@@ -1,6 +1,7 @@
+import type { PlantWithId } from '@plant-store/schema';
 import { RequestError } from './errors.ts';
 import type { RequestScope } from './operation.ts';
-import { PAGE_BUDGET_BYTES, type StoredPlant, textBytes } from './store/store.ts';
+import { PAGE_BUDGET_BYTES, textBytes } from './store/store.ts';
 
 /**
  * Requests reading pages of plants (`GET /plants`, `plants.list`) that one app serves at once,
@@ -42,7 +43,7 @@ export function createHeavyReads(): HeavyReads {
  * past it. In a batch that would let each call hold a plant beyond its share, so there a call whose
  * first plant exceeds its share is refused (413) instead: list it in a request with fewer calls.
  */
-export function checkShare(request: RequestScope, plants: readonly StoredPlant[], maxBytes: number): void {
+export function checkShare(request: RequestScope, plants: readonly PlantWithId[], maxBytes: number): void {
   if (request.calls === 1 || plants.length !== 1 || textBytes(plants[0]!) <= maxBytes) return;
   throw new RequestError(
     'too_large',

@@ -1,8 +1,9 @@
 import type { Span } from '@opentelemetry/api';
 import { getPathParameters, normalizePath, type OpenApiMeta, type OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
-import type { AuthResult, Principal, Scope } from './auth.ts';
+import type { AuthResult, Principal } from './auth.ts';
 import { RequestError } from './errors.ts';
+import type { Scope } from './scopes.ts';
 import type { EventHub } from './events/hub.ts';
 import type { HeavyReads } from './heavy-reads.ts';
 import type { IdempotencyPolicy } from './idempotency.ts';

@@ -1,7 +1,8 @@
 import { TRPCError } from '@trpc/server';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AuthResult, Scope } from '../src/auth.ts';
+import type { AuthResult } from '../src/auth.ts';
+import type { Scope } from '../src/scopes.ts';
 import { loadConfig } from '../src/config.ts';
 import { createEventHub, type EventHub } from '../src/events/hub.ts';
 import { createHeavyReads } from '../src/heavy-reads.ts';

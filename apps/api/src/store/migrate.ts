@@ -1,7 +1,8 @@
-import { type Dialect, LATEST_VERSION, type Migration, migrations, sqlFor } from './migrations.ts';
+import { LATEST_VERSION, type Migration, migrations, sqlFor } from './migrations.ts';
+import { type Dialect, type Params, type Statement, statements } from './sql.ts';
 import { StoreUnavailableError } from './store.ts';
 
-/** What one store lends the runner: its dialect, its lock and its `schema_migrations` table. */
+/** What one store lends the runner. */
 export type MigrationDriver = {
   dialect: Dialect;
   /** For messages: "SQLite", "PostgreSQL". */
@@ -11,11 +12,19 @@ export type MigrationDriver = {
    * `schema_migrations` created: others wait, then find nothing left to do.
    */
   locked<T>(work: () => Promise<T>): Promise<T>;
-  /** The versions `schema_migrations` records. */
-  applied(): Promise<number[]>;
-  /** Runs `sql`, then records (`up`) or forgets (`down`) `migration` in `schema_migrations`, all or nothing. */
-  step(sql: string, migration: Migration, direction: 'up' | 'down'): Promise<void>;
+  /** Runs `work` (one version's statements and its record) all or nothing. */
+  atomically(work: () => Promise<void>): Promise<void>;
+  /** Runs `sql`, which may hold several statements. */
+  exec(sql: string): Promise<void>;
+  /** The rows a statement answers. */
+  all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
+
+const SQL = statements('migrations', {
+  applied: 'SELECT version FROM schema_migrations',
+  record: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (@version, @name, @appliedAt)',
+  forget: 'DELETE FROM schema_migrations WHERE version = @version',
+});
 
 /** Where to take the schema: a version of `migrations.ts`, or 0 for none at all. Default: the newest. */
 export type MigrateOptions = { to?: number };
@@ -39,7 +48,9 @@ export async function migrate(
 ): Promise<MigrationResult> {
   if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
   return driver.locked(async () => {
-    const done = new Set(await driver.applied());
+    const done = new Set(
+      (await driver.all<{ version: number | bigint }>(SQL.applied)).map((row) => Number(row.version)),
+    );
     const result: MigrationResult = { applied: [], reverted: [] };
     for (const migration of [...migrations].reverse()) {
       if (migration.version <= to || !done.has(migration.version)) continue;
@@ -56,11 +67,16 @@ export async function migrate(
 }
 
 async function run(driver: MigrationDriver, migration: Migration, direction: 'up' | 'down'): Promise<void> {
+  const { version, name } = migration;
   try {
-    await driver.step(sqlFor(migration[direction], driver.dialect), migration, direction);
+    await driver.atomically(async () => {
+      await driver.exec(sqlFor(migration[direction], driver.dialect));
+      const appliedAt = new Date().toISOString();
+      await driver.all(direction === 'up' ? SQL.record : SQL.forget, { version, name, appliedAt });
+    });
   } catch (cause) {
     if (cause instanceof StoreUnavailableError) throw cause;
     const what = direction === 'up' ? 'migration' : 'reverting migration';
-    throw new Error(`${driver.label} ${what} ${migration.version} (${migration.name}) failed`, { cause });
+    throw new Error(`${driver.label} ${what} ${version} (${name}) failed`, { cause });
   }
 }

@@ -1,5 +1,4 @@
-/** The SQL dialects the stores speak. */
-export type Dialect = 'sqlite' | 'postgres';
+import type { Dialect } from './sql.ts';
 
 /** SQL for both dialects, or a function of the dialect where the two really differ. */
 type Sql = string | ((dialect: Dialect) => string);

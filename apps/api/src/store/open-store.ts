@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import type { StoreConfig } from '../config.ts';
 import type { MigrateOptions, MigrationResult } from './migrate.ts';
+import { migrateSqliteFile } from './sqlite/migrate.ts';
 import { openSqliteStore } from './sqlite.ts';
-import { migrateSqliteFile } from './sqlite-migrate.ts';
 import type { PlantStore } from './store.ts';
 
 /** Opens the store `DATABASE_URL` names, migrated to the newest schema. Nothing above it knows which. */

@@ -1,8 +1,5 @@
-import type { NewPlant, WebhookEndpointDisabled } from '@plant-store/schema';
-import { isScope, type Scope } from '../auth.ts';
-
-/** A plant as the store holds it: the spec's `Plant` plus its `id`. */
-export type StoredPlant = { id: bigint; name: string; tag?: string };
+import type { NewPlant, PlantWithId, WebhookEndpointDisabled } from '@plant-store/schema';
+import type { Scope } from '../scopes.ts';
 
 /**
  * Bytes of name and tag text (UTF-8) one page of `list` holds at most, whatever the store holds:
@@ -10,12 +7,8 @@ export type StoredPlant = { id: bigint; name: string; tag?: string };
  */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
 
-/** One page of `list`. */
-export type PlantPage = {
-  plants: StoredPlant[];
-  /** Whether plants with greater ids remain: the page ended at `limit` or at the byte budget. */
-  more: boolean;
-};
+/** One page of `list`; `more`: plants with greater ids remain (the page ended at `limit` or at its budget). */
+export type PlantPage = { plants: PlantWithId[]; more: boolean };
 
 /** What one plant costs a page's byte budget: its name and tag in UTF-8. */
 export function textBytes(plant: { name: string; tag?: string | null }): number {
@@ -29,13 +22,13 @@ export function textBytes(plant: { name: string; tag?: string | null }): number 
 export interface PlantStore {
   /**
    * Inserts a plant and, in the same transaction, its `plant.created` event and the pending
-   * deliveries of `outbox` (a transactional outbox; none when omitted). Resolves `true` once all are
-   * committed, `false` when the id already exists (and then nothing was appended or enqueued). With
-   * `answer` (a request carrying an Idempotency-Key), a create that inserts also stores `answer` in
-   * its key's row, in the same transaction; it rejects with `KeyClaimLostError`, changing nothing,
-   * when the key is no longer claimed by `answer.claim`. With `endpointPayload`, the same transaction
-   * also enqueues one `plant.created` delivery of it to every enabled webhook endpoint, as the
-   * table holds them then (read in SQL, so an endpoint registered on another instance counts at once).
+   * deliveries of `outbox` (a transactional outbox). Resolves `true` once all are committed, `false`
+   * when the id already exists (and then nothing was appended or enqueued). With `answer` (a request
+   * carrying an Idempotency-Key), a create that inserts also stores `answer` in its key's row, in the
+   * same transaction; it rejects with `KeyClaimLostError`, changing nothing, when the key is no longer
+   * claimed by `answer.claim`. With `endpointPayload`, the same transaction also enqueues one
+   * `plant.created` delivery of it to every enabled webhook endpoint, as the table holds them then
+   * (read in SQL, so an endpoint registered on another instance counts at once).
    */
   create(
     plant: NewPlant,
@@ -44,11 +37,11 @@ export interface PlantStore {
     endpointPayload?: string,
   ): Promise<boolean>;
   /** The plant with this id, or `undefined`. */
-  get(id: bigint): Promise<StoredPlant | undefined>;
+  get(id: bigint): Promise<PlantWithId | undefined>;
   /**
    * Deletes a plant and appends its `plant.deleted` event, in one transaction. Resolves `true` once
    * committed, `false` when there was no such plant (and then nothing was appended). `answer` as for
-   * `create`: stored with a deletion, in its transaction.
+   * `create`.
    */
   delete(id: bigint, answer?: KeyedAnswer): Promise<boolean>;
   /**
@@ -81,7 +74,7 @@ export interface PlantStore {
 
 /** A committed change, as the event log keeps it. */
 export type StoredEvent =
-  | { id: bigint; type: 'plant.created'; plant: StoredPlant; createdAt: Date }
+  | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
   | { id: bigint; type: 'plant.deleted'; plant: { id: bigint }; createdAt: Date };
 
 /**
@@ -99,14 +92,17 @@ export interface EventLog {
   /** How many events have ids greater than `after`, counted no further than `limit` (an index scan of at most that). */
   countAfter(after: bigint, limit: number): Promise<number>;
   /** Deletes up to `limit` events older than `olderThanMs`, oldest first; resolves with how many. */
-  prune(options: { olderThanMs: number; limit: number }): Promise<number>;
+  prune(options: Prune): Promise<number>;
   /**
    * Calls `listener` whenever events may have been appended: after this process's commits and, on
-   * PostgreSQL, on every instance's (LISTEN/NOTIFY). Notifications can be missed; the log is the truth.
-   * Returns the function that stops it.
+   * PostgreSQL, on every instance's (LISTEN/NOTIFY). Notifications can be missed; the log is the
+   * truth. Returns the function that stops it.
    */
   watch(listener: () => void): () => void;
 }
+
+/** What a `prune` deletes: at most `limit` rows older than `olderThanMs`, oldest first. */
+export type Prune = { olderThanMs: number; limit: number };
 
 /** An Idempotency-Key as one request holds it: scoped to the token's name, with the claim's random id. */
 export type KeyClaim = { tokenName: string; key: string; claim: string };
@@ -143,8 +139,8 @@ export interface IdempotencyKeyStore {
   ): Promise<ClaimOutcome>;
   /** Frees a claim that made no change (the request failed), if this request still holds it. */
   release(claim: KeyClaim): Promise<void>;
-  /** Deletes up to `limit` keys claimed more than `olderThanMs` ago, oldest first; resolves with how many. */
-  prune(options: { olderThanMs: number; limit: number }): Promise<number>;
+  /** Deletes keys claimed more than `olderThanMs` ago (see `Prune`); resolves with how many. */
+  prune(options: Prune): Promise<number>;
 }
 
 /** The request no longer holds its Idempotency-Key (another took over a claim it held too long): nothing changed. */
@@ -152,17 +148,12 @@ export class KeyClaimLostError extends Error {
   override name = 'KeyClaimLostError';
 }
 
-/** A webhook delivery as `create` enqueues it: pending, due at once. */
-export type NewDelivery = {
-  /**
-   * The Standard Webhooks `webhook-id`: the same on every attempt of this delivery. New and unique
-   * (`newWebhookId`): an id already in the outbox fails the whole write.
-   */
-  id: string;
-  url: string;
-  /** The body to send, exactly. */
-  payload: string;
-};
+/**
+ * A webhook delivery as `create` enqueues it: pending, due at once. `id` is the Standard Webhooks
+ * `webhook-id`, the same on every attempt; new and unique (`newWebhookId`): an id already in the
+ * outbox fails the whole write. `payload` is the body to send, exactly.
+ */
+export type NewDelivery = { id: string; url: string; payload: string };
 
 /** What a delivery delivers: a new plant, or an endpoint's test event. */
 export type DeliveryEvent = 'plant.created' | 'webhook.ping';
@@ -203,8 +194,8 @@ export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
  */
 export interface DeliveryOutbox {
   /**
-   * Leases up to `limit` due pending deliveries to `url` for `leaseMs`, counting the attempt, oldest
-   * due first. One subscriber at a time, so each gets its own share of the attempts.
+   * Leases up to `limit` due pending deliveries to one subscriber for `leaseMs`, counting the attempt,
+   * oldest due first: one subscriber at a time, so each gets its own share of the attempts.
    */
   claim(options: Subscriber & { limit: number; leaseMs: number }): Promise<Delivery[]>;
   /** The distinct operator URLs that have pending deliveries (due or not), at most `limit` of them. */
@@ -223,10 +214,7 @@ export interface DeliveryOutbox {
    * (its lease ran out) is left as it is.
    */
   release(claims: readonly Pick<Delivery, 'id' | 'attempts'>[]): Promise<void>;
-  /**
-   * Makes the delivery due again in `delayMs`, recording why this attempt failed (and the HTTP
-   * status it answered, if any).
-   */
+  /** Makes the delivery due again in `delayMs`, recording why this attempt failed (and its HTTP status, if any). */
   retry(id: string, options: { delayMs: number; error: string; responseCode?: number }): Promise<void>;
   /** Stops retrying: the delivery is kept as failed, with the last attempt's error (and status). */
   markFailed(id: string, error: string, responseCode?: number): Promise<void>;
@@ -243,8 +231,7 @@ export interface DeliveryOutbox {
   /**
    * Makes an endpoint's delivery pending and due at once, whatever its status, with its attempts
    * counted afresh (and the last attempt's error and status cleared); `undefined` when the endpoint
-   * has no delivery of that id, `'full'` (changing nothing) when it has `maxPending` pending
-   * deliveries, as for `enqueue`.
+   * has no delivery of that id, `'full'` (changing nothing) as for `enqueue`.
    */
   redeliver(options: {
     id: string;
@@ -271,38 +258,32 @@ export interface DeliveryOutbox {
    * that a metrics scrape costs the same however large the outbox is.
    */
   depth(options: { cap: number }): Promise<{ pending: number; failed: number }>;
-  /**
-   * Deletes up to `limit` deliveries that were delivered more than `olderThanMs` ago, oldest first;
-   * resolves with how many it deleted.
-   */
-  prune(options: { olderThanMs: number; limit: number }): Promise<number>;
+  /** Deletes deliveries delivered more than `olderThanMs` ago (see `Prune`); resolves with how many. */
+  prune(options: Prune): Promise<number>;
   /** The same for deliveries that failed (used up their attempts) more than `olderThanMs` ago. */
-  pruneFailed(options: { olderThanMs: number; limit: number }): Promise<number>;
+  pruneFailed(options: Prune): Promise<number>;
 }
 
 /**
- * A registered webhook endpoint as the store keeps it. Secrets are sealed (webhooks/secrets.ts):
- * the store never sees one in the clear.
+ * A registered webhook endpoint as the store keeps it, owned by the name of the token that
+ * registered it (only that token sees it). Secrets are sealed (webhooks/secrets.ts): the store never
+ * sees one in the clear; the previous one signs alongside until `previousSecretExpiresAt`.
  */
 export type StoredEndpoint = {
   id: string;
-  /** The name of the token that registered it: only that token sees it. */
   owner: string;
   url: string;
   description: string | null;
   secret: string;
-  /** The secret before the last rotation, signing alongside until `previousSecretExpiresAt`. */
   previousSecret: string | null;
   previousSecretExpiresAt: Date | null;
   createdAt: Date;
-  /** Since when and why it gets no deliveries (see `EndpointDisabledReason`); null while enabled. */
-  disabled: EndpointDisabled | null;
+  /** Since when and why it gets no deliveries; null while enabled. */
+  disabled: { at: Date; reason: EndpointDisabledReason } | null;
 };
 
 /** Why an endpoint is disabled (see `WEBHOOK_ENDPOINT_DISABLED_REASONS`). */
 export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
-
-export type EndpointDisabled = { at: Date; reason: EndpointDisabledReason };
 
 /** The `last_error` of the pending deliveries an endpoint's disabling fails. */
 export const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
@@ -318,13 +299,10 @@ export type EndpointSummary = Omit<
 
 /**
  * Registered webhook endpoints. Every call that names an endpoint also names its owner, except
- * those of the delivery worker and the admin listing: another owner's endpoint is not found.
+ * those of the delivery worker and the admin commands: another owner's endpoint is not found.
  */
 export interface WebhookEndpointStore {
-  /**
-   * Registers an endpoint, unless its owner already has `maxPerOwner`: then resolves `false` and
-   * adds nothing. `secret` is sealed.
-   */
+  /** Registers an endpoint (`secret` sealed), unless its owner already has `maxPerOwner`: then `false`. */
   create(
     endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>,
     options: { maxPerOwner: number },
@@ -333,10 +311,7 @@ export interface WebhookEndpointStore {
   list(owner: string): Promise<StoredEndpoint[]>;
   /** The endpoint, if it exists and belongs to `owner` (any owner's when `owner` is omitted). */
   get(id: string, owner?: string): Promise<StoredEndpoint | undefined>;
-  /**
-   * Deletes the endpoint and all of its deliveries, in one transaction, if it belongs to `owner`
-   * (any owner's when omitted: the admin command); `false` when none.
-   */
+  /** Deletes the endpoint and all of its deliveries, in one transaction, as `get` finds it; `false` when none. */
   delete(id: string, owner?: string): Promise<boolean>;
   /**
    * Disables the endpoint: create fans out to it no more, and in the same transaction its pending
@@ -358,11 +333,6 @@ export interface WebhookEndpointStore {
   ): Promise<StoredEndpoint | undefined>;
   /** Every endpoint (of one owner, when given), oldest first, with pending and failed delivery counts. */
   summaries(options: { owner?: string }): Promise<EndpointSummary[]>;
-}
-
-/** Scopes as stored: a comma-separated list. */
-export function parseScopes(text: string): Scope[] {
-  return text.split(',').filter(isScope);
 }
 
 /** An issued bearer token as the store keeps it: never the secret, only its SHA-256 digest (hex). */

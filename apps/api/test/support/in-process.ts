@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Scope, tokenDigest } from '../../src/auth.ts';
+import { tokenDigest } from '../../src/auth.ts';
+import type { Scope } from '../../src/scopes.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startServer } from '../../src/serve.ts';

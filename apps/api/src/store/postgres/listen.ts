@@ -1,17 +1,29 @@
 import pg from 'pg';
+import type { EventLog } from '../store.ts';
 
 /** How long to wait before connecting again after the LISTEN connection is lost. */
 const RECONNECT_MS = 500;
 
 /**
- * Keeps one connection LISTENing on `channel` and calls `onNotify` for every notification, and once
- * after each (re)connection, since notifications sent while it was down are lost. A lost connection
- * is reopened every RECONNECT_MS until `stop()`. Never throws: the callers poll as well.
+ * `EventLog.watch` on PostgreSQL. The first listener opens one connection LISTENing on `channel`;
+ * every listener is called for each notification, and once after each (re)connection, since
+ * notifications sent while it was down are lost. A lost connection is reopened every RECONNECT_MS
+ * until `stop()`. Never throws: the callers poll as well.
  */
-export function listen(options: { url: string; channel: string; timeoutMs: number; onNotify: () => void }): {
-  stop(): Promise<void>;
-} {
-  const { url, channel, timeoutMs, onNotify } = options;
+export function notifications({
+  url,
+  channel,
+  timeoutMs,
+}: {
+  url: string;
+  channel: string;
+  timeoutMs: number;
+}) {
+  const listeners = new Set<() => void>();
+  const notify = () => {
+    for (const listener of listeners) listener();
+  };
+  let started = false;
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -33,19 +45,25 @@ export function listen(options: { url: string; channel: string; timeoutMs: numbe
     };
     next.on('error', reconnect);
     next.on('end', reconnect);
-    next.on('notification', onNotify);
+    next.on('notification', notify);
     try {
       await next.connect();
       // A quoted identifier: the channel name is ours, never a client's.
       await next.query(`LISTEN "${channel}"`);
-      onNotify();
+      notify();
     } catch {
       reconnect();
     }
   }
 
-  void connect();
+  const watch: EventLog['watch'] = (listener) => {
+    listeners.add(listener);
+    if (!started) void connect();
+    started = true;
+    return () => listeners.delete(listener);
+  };
   return {
+    watch,
     async stop() {
       stopped = true;
       clearTimeout(retry);

@@ -13,24 +13,6 @@ import {
 import { dirname } from 'node:path';
 
 /**
- * Makes an SQLite database's files private to the service's user before SQLite opens them: the
- * directory is created 0700 when missing, the database file is created (empty: a valid new
- * database) or kept at 0600, and existing `-wal` and `-shm` files too. SQLite creates its `-wal`
- * and `-shm` files with the database file's permissions, so they follow.
- */
-export function makePrivate(path: string): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  closeSync(openSync(path, 'a', 0o600));
-  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
-    try {
-      chmodSync(file, 0o600);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-  }
-}
-
-/**
  * A secret the service generates once and keeps in `file`: read from it, or on first start
  * generated and saved there. The file is private (0600, in a 0700 directory when this creates it)
  * and appears whole or not at all: the secret is written to a temporary file beside it, fsync'd,

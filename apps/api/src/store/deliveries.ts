@@ -1,0 +1,201 @@
+import { type Db, statements, type Time, toDate } from './sql.ts';
+import type { Delivery, DeliveryEvent, DeliveryOutbox, EndpointDelivery } from './store.ts';
+
+type Integer = number | bigint;
+type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer; created_at: Time } & {
+  /** Read by claims only; NULL for WEBHOOK_URLS subscribers. */
+  endpoint_id?: string | null;
+  event?: DeliveryEvent;
+};
+type EndpointDeliveryRow = Pick<EndpointDelivery, 'id' | 'event' | 'status'> & {
+  attempts: Integer;
+  last_response_code: Integer | null;
+  last_error: string | null;
+  next_attempt_at: Time;
+  created_at: Time;
+};
+
+function toDelivery({ id, url, payload, attempts, created_at, endpoint_id, event }: DeliveryRow): Delivery {
+  const delivery: Delivery = { id, url, payload, attempts: Number(attempts), createdAt: toDate(created_at) };
+  if (endpoint_id) delivery.endpoint = { id: endpoint_id, event: event ?? 'plant.created' };
+  return delivery;
+}
+
+function toEndpointDelivery(row: EndpointDeliveryRow): EndpointDelivery {
+  const { id, event, status, last_response_code: code } = row;
+  return {
+    id,
+    event,
+    status,
+    attempts: Number(row.attempts),
+    lastResponseCode: code === null ? null : Number(code),
+    lastError: row.last_error,
+    nextAttemptAt: status === 'pending' ? toDate(row.next_attempt_at) : null,
+    createdAt: toDate(row.created_at),
+  };
+}
+
+const ENDPOINT_DELIVERY =
+  'id, event, status, attempts, last_response_code, last_error, next_attempt_at, created_at';
+/**
+ * A claim pushes `next_attempt_at` to the lease's end, which hides the delivery from later claims
+ * until then; `{skip locked}` passes over rows another claim is taking right now.
+ */
+const claimOf = (subscriber: string) => `
+  UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = {now + @leaseMs}, updated_at = {now}
+  WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND ${subscriber}
+    AND next_attempt_at <= {now} ORDER BY next_attempt_at LIMIT @limit {skip locked})
+  RETURNING id, url, payload, attempts, created_at, endpoint_id, event`;
+/**
+ * The distinct values of `column` among pending deliveries, by a loose index scan: one probe of the
+ * index `where` selects per value, however many deliveries each has (`n` ends the recursion).
+ */
+const pendingOf = (column: string, where: string) => `
+  WITH RECURSIVE found (value, n) AS (
+    SELECT min(${column}), 1 FROM webhook_deliveries WHERE status = 'pending' AND ${where}
+    UNION ALL
+    SELECT (SELECT min(${column}) FROM webhook_deliveries
+            WHERE status = 'pending' AND ${where} AND ${column} > found.value), n + 1
+    FROM found WHERE found.value IS NOT NULL AND n <= @limit
+  )
+  SELECT value FROM found WHERE value IS NOT NULL LIMIT @limit`;
+/**
+ * Whether endpoint `@endpointId` has fewer than `@maxPending` pending deliveries: reads at most that
+ * many entries of webhook_deliveries_due_by_endpoint.
+ */
+const HAS_ROOM = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries
+  WHERE endpoint_id = @endpointId AND status = 'pending' LIMIT @maxPending) AS p) < @maxPending`;
+const OF_ENDPOINT = `SELECT ${ENDPOINT_DELIVERY} FROM webhook_deliveries WHERE endpoint_id = @endpointId`;
+const NEWEST_FIRST = 'ORDER BY created_at DESC, {seq} DESC LIMIT @limit';
+/** Oldest first, through the partial index of `status`; rows another instance is pruning are left to it. */
+const pruneOf = (status: 'delivered' | 'failed') => `
+  DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+    WHERE status = '${status}' AND updated_at < {now - @olderThanMs} ORDER BY updated_at LIMIT @limit {skip locked})`;
+/** Each count walks at most `@cap` entries of its partial index. */
+const capped = (where: string, order: string) =>
+  `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE ${where} ORDER BY ${order} LIMIT @cap) AS c)`;
+
+const SQL = statements('deliveries', {
+  claimForUrl: claimOf('endpoint_id IS NULL AND url = @url'),
+  claimForEndpoint: claimOf('endpoint_id = @endpointId'),
+  // Through webhook_deliveries_due_by_url and webhook_deliveries_due_by_endpoint.
+  pendingUrls: pendingOf('url', 'endpoint_id IS NULL'),
+  pendingEndpoints: pendingOf('endpoint_id', 'endpoint_id IS NOT NULL'),
+  // `@outcomes`: [id, response code] pairs in one JSON array, so one statement however many.
+  delivered: `UPDATE webhook_deliveries SET status = 'delivered', updated_at = {now}, last_response_code = outcome.code
+    FROM (SELECT value ->> 0 AS id, CAST(value ->> 1 AS INTEGER) AS code FROM {json @outcomes}) AS outcome
+    WHERE webhook_deliveries.id = outcome.id AND status = 'pending'`,
+  // `@claims`: [id, attempts its claim returned] pairs.
+  release: `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = {now}, updated_at = {now}
+    FROM (SELECT value ->> 0 AS id, CAST(value ->> 1 AS INTEGER) AS claimed FROM {json @claims}) AS claim
+    WHERE webhook_deliveries.id = claim.id AND attempts = claim.claimed AND status = 'pending'`,
+  retry: `UPDATE webhook_deliveries SET next_attempt_at = {now + @delayMs}, last_error = @error,
+    last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`,
+  failed: `UPDATE webhook_deliveries SET status = 'failed', last_error = @error,
+    last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`,
+  enqueue: `
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
+    SELECT @id, @endpointId, @url, @event, @payload, {now}, {now}, {now} WHERE ${HAS_ROOM}
+    RETURNING ${ENDPOINT_DELIVERY}`,
+  roomFor: `SELECT ${HAS_ROOM} AS room FROM webhook_deliveries WHERE id = @id AND endpoint_id = @endpointId`,
+  redeliver: `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = {now},
+    last_error = NULL, last_response_code = NULL, updated_at = {now}
+    WHERE id = @id AND endpoint_id = @endpointId RETURNING ${ENDPOINT_DELIVERY}`,
+  ofEndpoint: `${OF_ENDPOINT} ${NEWEST_FIRST}`,
+  isOfEndpoint: 'SELECT 1 AS one FROM webhook_deliveries WHERE id = @before AND endpoint_id = @endpointId',
+  ofEndpointBefore: `${OF_ENDPOINT}
+    AND (created_at, {seq}) < (SELECT created_at, {seq} FROM webhook_deliveries WHERE id = @before) ${NEWEST_FIRST}`,
+  discardOrphans: `DELETE FROM webhook_deliveries
+    WHERE endpoint_id = @endpointId AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @endpointId)`,
+  listFailed: `SELECT id, url, payload, attempts, created_at, last_error, updated_at FROM webhook_deliveries
+    WHERE status = 'failed' ORDER BY created_at, id LIMIT @limit`,
+  counts: 'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
+  depth: `SELECT
+    ${capped(`status = 'pending' AND endpoint_id IS NULL`, 'url, next_attempt_at')} AS urls,
+    ${capped(`status = 'pending' AND endpoint_id IS NOT NULL`, 'endpoint_id, next_attempt_at')} AS endpoints,
+    ${capped(`status = 'failed'`, 'created_at')} AS failed`,
+  prune: pruneOf('delivered'),
+  // By the time they failed (see migration 9).
+  pruneFailed: pruneOf('failed'),
+});
+
+/**
+ * The lock a ping or a redelivery holds while it counts an endpoint's pending deliveries and adds
+ * one, so concurrent ones (on any instance) never pass WEBHOOK_PENDING_PER_ENDPOINT together: any
+ * fixed int4 no other application takes. Creates' fan-out neither takes it nor is capped.
+ */
+const PENDING_LOCK_KEY = 723491774;
+
+/** The webhook outbox, the same on both stores; `create` fills it (sqlite/, postgres/). */
+export function deliveryOutbox(db: Db): DeliveryOutbox {
+  const changes = async (...args: Parameters<Db['run']>) => (await db.run(...args)).changes;
+  const done = async (...args: Parameters<Db['run']>) => void (await db.run(...args));
+  const values = async (...args: Parameters<Db['all']>) =>
+    (await db.all<{ value: string }>(...args)).map((row) => row.value);
+  return {
+    claim: async (options) => {
+      const claimed = await db.run<DeliveryRow>(
+        'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint,
+        options,
+      );
+      return claimed.rows.map(toDelivery);
+    },
+    pendingUrls: (options) => values(SQL.pendingUrls, options),
+    pendingEndpoints: (options) => values(SQL.pendingEndpoints, options),
+    markDelivered: (ids, codes) =>
+      done(SQL.delivered, { outcomes: JSON.stringify(ids.map((id, i) => [id, codes?.[i] ?? null])) }),
+    release: (claims) => done(SQL.release, { claims: JSON.stringify(claims.map((c) => [c.id, c.attempts])) }),
+    retry: (id, options) => done(SQL.retry, { id, ...options }),
+    markFailed: (id, error, responseCode) => done(SQL.failed, { id, error, responseCode }),
+    enqueue: (delivery, { maxPending }) =>
+      db.transaction(async (tx) => {
+        await tx.lock(PENDING_LOCK_KEY, delivery.endpointId);
+        const [row] = (await tx.run<EndpointDeliveryRow>(SQL.enqueue, { ...delivery, maxPending })).rows;
+        return row === undefined ? 'full' : toEndpointDelivery(row);
+      }),
+    redeliver: (options) =>
+      db.transaction(async (tx) => {
+        await tx.lock(PENDING_LOCK_KEY, options.endpointId);
+        const [found] = (await tx.run<{ room: unknown }>(SQL.roomFor, options)).rows;
+        if (found === undefined) return undefined;
+        if (!found.room) return 'full';
+        return toEndpointDelivery((await tx.run<EndpointDeliveryRow>(SQL.redeliver, options)).rows[0]!);
+      }),
+    listForEndpoint: async ({ endpointId, limit, before }) => {
+      const params = { endpointId, before, limit: limit + 1 };
+      if (before !== undefined && (await db.all(SQL.isOfEndpoint, params)).length === 0) return undefined;
+      const rows = await db.all<EndpointDeliveryRow>(
+        before === undefined ? SQL.ofEndpoint : SQL.ofEndpointBefore,
+        params,
+      );
+      return { deliveries: rows.slice(0, limit).map(toEndpointDelivery), more: rows.length > limit };
+    },
+    discardOrphans: (endpointId) => changes(SQL.discardOrphans, { endpointId }),
+    listFailed: async (options) => {
+      const rows = await db.all<DeliveryRow & { last_error: string; updated_at: Time }>(
+        SQL.listFailed,
+        options,
+      );
+      return rows.map((row) => ({
+        ...toDelivery(row),
+        lastError: row.last_error,
+        failedAt: toDate(row.updated_at),
+      }));
+    },
+    counts: async () => {
+      const counts = { pending: 0, delivered: 0, failed: 0 };
+      for (const row of await db.all<{ status: keyof typeof counts; n: Integer }>(SQL.counts))
+        counts[row.status] = Number(row.n);
+      return counts;
+    },
+    depth: async ({ cap }) => {
+      const [row] = await db.all<Record<'urls' | 'endpoints' | 'failed', Integer>>(SQL.depth, { cap });
+      return {
+        pending: Math.min(cap, Number(row!.urls) + Number(row!.endpoints)),
+        failed: Number(row!.failed),
+      };
+    },
+    prune: (options) => changes(SQL.prune, options),
+    pruneFailed: (options) => changes(SQL.pruneFailed, options),
+  };
+}

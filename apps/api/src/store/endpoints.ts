@@ -1,0 +1,120 @@
+import { type Db, statements, type Time, type Tx, toDate, toDateOrNull } from './sql.ts';
+import {
+  disabledError,
+  type EndpointDisabledReason,
+  type EndpointSummary,
+  type StoredEndpoint,
+  type WebhookEndpointStore,
+} from './store.ts';
+
+type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
+  previous_secret: string | null;
+  previous_secret_expires_at: Time | null;
+  created_at: Time;
+  disabled_at: Time | null;
+  disabled_reason: EndpointDisabledReason | null;
+};
+type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
+
+function toEndpoint(row: EndpointRow): StoredEndpoint {
+  const { id, owner, url, description, secret, disabled_at: at, disabled_reason: reason } = row;
+  const disabled: StoredEndpoint['disabled'] =
+    at === null || reason === null ? null : { at: toDate(at), reason };
+  return {
+    id,
+    owner,
+    url,
+    description,
+    secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: toDateOrNull(row.previous_secret_expires_at),
+    createdAt: toDate(row.created_at),
+    disabled,
+  };
+}
+
+function toSummary(row: SummaryRow): EndpointSummary {
+  const { secret, previousSecret, previousSecretExpiresAt, ...endpoint } = toEndpoint(row);
+  return { ...endpoint, pending: Number(row.pending), failed: Number(row.failed) };
+}
+
+const COLUMNS =
+  'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at, disabled_at, disabled_reason';
+/** `@owner` NULL: any owner's (the admin commands). */
+const OWNED = '(CAST(@owner AS TEXT) IS NULL OR owner = @owner)';
+
+const SQL = statements('endpoints', {
+  // Counted and inserted holding the owner's lock (see `ENDPOINTS_LOCK_KEY`).
+  create: `INSERT INTO webhook_endpoints (id, owner, url, description, secret, created_at)
+    SELECT @id, @owner, @url, @description, @secret, {now}
+    WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = @owner) < @maxPerOwner RETURNING ${COLUMNS}`,
+  list: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE owner = @owner ORDER BY created_at, {seq}`,
+  get: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE id = @id AND ${OWNED}`,
+  delete: `DELETE FROM webhook_endpoints WHERE id = @id AND ${OWNED}`,
+  deleteDeliveries: 'DELETE FROM webhook_deliveries WHERE endpoint_id = @id',
+  // An endpoint disabled already keeps its time and reason.
+  disable: `UPDATE webhook_endpoints
+    SET disabled_at = coalesce(disabled_at, {now}), disabled_reason = coalesce(disabled_reason, @reason)
+    WHERE id = @id RETURNING ${COLUMNS}`,
+  disableOwned: `UPDATE webhook_endpoints SET disabled_at = {now}, disabled_reason = 'token_revoked'
+    WHERE owner = @owner AND disabled_at IS NULL RETURNING id`,
+  failPending: `UPDATE webhook_deliveries SET status = 'failed', last_error = @error, updated_at = {now}
+    WHERE endpoint_id = @id AND status = 'pending'`,
+  enable: `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = @id RETURNING ${COLUMNS}`,
+  rotate: `UPDATE webhook_endpoints
+    SET previous_secret = secret, previous_secret_expires_at = {now + @overlapMs}, secret = @secret
+    WHERE id = @id AND owner = @owner RETURNING ${COLUMNS}`,
+  summaries: `SELECT ${COLUMNS},
+      (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending,
+      (SELECT count(*) FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = 'failed') AS failed
+    FROM webhook_endpoints AS e WHERE ${OWNED} ORDER BY created_at, {seq}`,
+});
+
+/**
+ * The lock a registration holds while it counts and inserts an owner's endpoints, so concurrent
+ * registrations of one owner (on any instance) never pass the limit together: any fixed int4 no
+ * other application takes.
+ */
+const ENDPOINTS_LOCK_KEY = 723491773;
+
+/**
+ * Disables the endpoints `owner` has enabled (a revoked token's) and fails their pending deliveries,
+ * in `tx`; resolves with how many.
+ */
+export async function disableOwnedBy(tx: Tx, owner: string): Promise<number> {
+  const { rows } = await tx.run<{ id: string }>(SQL.disableOwned, { owner });
+  for (const { id } of rows) await tx.run(SQL.failPending, { id, error: disabledError('token_revoked') });
+  return rows.length;
+}
+
+/** Registered webhook endpoints, the same on both stores. */
+export function webhookEndpoints(db: Db): WebhookEndpointStore {
+  const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
+  return {
+    create: (endpoint, { maxPerOwner }) =>
+      db.transaction(async (tx) => {
+        await tx.lock(ENDPOINTS_LOCK_KEY, endpoint.owner);
+        return first((await tx.run<EndpointRow>(SQL.create, { ...endpoint, maxPerOwner })).rows) ?? false;
+      }),
+    list: async (owner) => (await db.all<EndpointRow>(SQL.list, { owner })).map(toEndpoint),
+    get: async (id, owner) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
+    delete: (id, owner) =>
+      db.transaction(async (tx) => {
+        if ((await tx.run(SQL.delete, { id, owner })).changes === 0) return false;
+        await tx.run(SQL.deleteDeliveries, { id });
+        return true;
+      }),
+    // Its pending deliveries fail with it, those a create racing the disabling enqueued too.
+    disable: (id, reason) =>
+      db.transaction(async (tx) => {
+        const endpoint = first((await tx.run<EndpointRow>(SQL.disable, { id, reason })).rows);
+        if (endpoint?.disabled)
+          await tx.run(SQL.failPending, { id, error: disabledError(endpoint.disabled.reason) });
+        return endpoint;
+      }),
+    enable: async (id) => first((await db.run<EndpointRow>(SQL.enable, { id })).rows),
+    rotate: async (id, owner, options) =>
+      first((await db.run<EndpointRow>(SQL.rotate, { id, owner, ...options })).rows),
+    summaries: async (options) => (await db.all<SummaryRow>(SQL.summaries, options)).map(toSummary),
+  };
+}

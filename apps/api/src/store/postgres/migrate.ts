@@ -1,0 +1,82 @@
+import pg from 'pg';
+import { type MigrateOptions, type MigrationResult, migrate } from '../migrate.ts';
+import { StoreUnavailableError } from '../store.ts';
+import { APPLICATION_NAME, type PostgresStoreOptions, toStoreError } from './connection.ts';
+
+/** Bound on the migration step (waiting for the lock included); migrations are not on a request path. */
+const MIGRATION_TIMEOUT_MS = 60_000;
+/**
+ * The advisory lock that serialises migrations across instances: any fixed int8 that no other
+ * application using this database takes.
+ */
+const MIGRATION_LOCK_KEY = '7234917730117001';
+
+/**
+ * Takes the schema to `to` (default: the newest) with the runner of `migrate.ts`, under a
+ * session-level `pg_advisory_lock`, so instances starting together apply each version exactly once
+ * (the others wait, then find nothing to do). Each version is its own transaction.
+ */
+export async function migratePostgres({
+  url,
+  timeoutMs,
+  to,
+}: Pick<PostgresStoreOptions, 'url' | 'timeoutMs'> & MigrateOptions): Promise<MigrationResult> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: MIGRATION_TIMEOUT_MS,
+    query_timeout: MIGRATION_TIMEOUT_MS,
+    application_name: `${APPLICATION_NAME}-migrate`,
+  });
+  client.on('error', () => {});
+  const run = (text: string, values?: unknown[]) =>
+    client.query(text, values).catch((cause: unknown) => {
+      throw toStoreError(cause);
+    });
+  return migrate(
+    {
+      dialect: 'postgres',
+      label: 'PostgreSQL',
+      async locked(work) {
+        try {
+          await client.connect();
+        } catch (cause) {
+          await client.end().catch(() => {});
+          throw new StoreUnavailableError('PostgreSQL could not be reached to migrate', { cause });
+        }
+        try {
+          await run('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+          await run(
+            'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+          );
+          return await work();
+        } finally {
+          // Ending the session releases the advisory lock too.
+          await client.end().catch(() => {});
+        }
+      },
+      // Each version is its own transaction.
+      async atomically(work) {
+        try {
+          await run('BEGIN');
+          await work();
+          await run('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw error;
+        }
+      },
+      exec: async (sql) => {
+        await run(sql);
+      },
+      all: async ({ postgres }, params = {}) =>
+        (
+          await run(
+            postgres.text,
+            postgres.names.map((name) => params[name] ?? null),
+          )
+        ).rows,
+    },
+    { to },
+  );
+}
