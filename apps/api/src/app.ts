@@ -2,7 +2,7 @@ import type { Tracer } from '@opentelemetry/api';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { AuthResult, TokenVerifier } from './auth.ts';
+import type { TokenVerifier } from './auth.ts';
 import { loadConfig } from './config.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
 import { authMiddleware } from './http/auth.ts';
@@ -14,18 +14,16 @@ import { healthMiddleware } from './http/health.ts';
 import { metricsMiddleware } from './http/metrics.ts';
 import { observeMiddleware } from './http/observe.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
-import { restAdapter, restRoutes } from './http/rest.ts';
+import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
 import { traceMiddleware } from './http/trace.ts';
 import { trpcAdapter } from './http/trpc.ts';
 import { webAppMiddleware } from './http/web-app.ts';
-import type { RequestScope } from './heavy-reads.ts';
+import { createHeavyReads } from './heavy-reads.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
-import { appRouter } from './router.ts';
 import type { PlantStore } from './store/store.ts';
 import { type DbSystem, storeTracer } from './tracing/store.ts';
 import { withSyncSpan } from './tracing/sync-span.ts';
-import type { Context } from './trpc.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { newPlantWebhook } from './webhooks/event.ts';
 
@@ -78,14 +76,16 @@ export function createApp(options: AppOptions): Koa {
   const webhooks = newPlantWebhook(options.webhookUrls);
   const { hub: events, heartbeatMs } = options.events ?? defaultEvents(options.store, log);
   const endpoints = options.webhookEndpoints;
-  const createContext = (auth: AuthResult, request: RequestScope): Context => ({
+  const heavyReads = createHeavyReads();
+  const createContext: CreateContext = (auth, request) => ({
     store: storeFor ? storeFor(request.span) : store,
     webhooks,
     events,
     endpoints,
+    heavyReads,
+    idempotency,
     auth,
     request,
-    idempotency,
   });
   const routes = restRoutes();
   // Built on first request, from a chunk loaded then: start-up does not pay for zod-openapi.
@@ -118,8 +118,8 @@ export function createApp(options: AppOptions): Koa {
   if (authFailures) app.use(limiting(authFailureMiddleware(authFailures.limiter, authFailures.limit)));
   if (rateLimit) app.use(limiting(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
   app.use(metricsMiddleware(metrics));
-  app.use(trpcAdapter(appRouter, createContext, log));
-  app.use(restAdapter(routes, { store, webhooks, events, endpoints, heartbeatMs, idempotency, storeFor }));
+  app.use(trpcAdapter(createContext, log));
+  app.use(restAdapter(routes, createContext, { heartbeatMs }));
   return app;
 }
 

@@ -3,7 +3,7 @@ import type { EventHubLimits } from './events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 import type { IdempotencyPolicy } from './idempotency.ts';
-import { isSecretsKey } from './webhooks/secrets.ts';
+import { isSecretsKey } from './secrets-key.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

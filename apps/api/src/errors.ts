@@ -27,11 +27,12 @@ export type ErrorReason = keyof typeof STATUS;
 
 /**
  * The one error type of the api: operations, body parsing, auth, probes, metrics and limits throw
- * it. Its message is written for the client and always shown; `cause` (an outage's details) is for
+ * it. (The body it becomes is the schema's `ApiError`, the document's `Error`: this is the thrown
+ * side, hence another name.) Its message is written for the client and always shown; `cause` (an outage's details) is for
  * the log only. http/errors.ts turns it into the REST `Error` body, trpc.ts into tRPC's error.
  */
-export class ApiError extends Error {
-  override name = 'ApiError';
+export class RequestError extends Error {
+  override name = 'RequestError';
   readonly status: number;
   /** Headers the answer needs besides those the reason implies (`Allow`, a rate limit's `Retry-After`). */
   readonly headers: Record<string, string>;
@@ -59,10 +60,11 @@ const CHALLENGE: Partial<Record<ErrorReason, Record<string, string>>> = {
 
 /**
  * The single mapping from anything thrown while answering a request to what the client sees: an
- * `ApiError` as it says, anything else a generic 500 whose cause is logged, never shown.
+ * `RequestError` as it says, anything else a generic 500 whose cause is logged, never shown.
  */
 export function toHttpError(error: unknown): HttpError {
-  if (!(error instanceof ApiError)) return { status: 500, message: 'Internal server error.', headers: {} };
+  if (!(error instanceof RequestError))
+    return { status: 500, message: 'Internal server error.', headers: {} };
   return {
     status: error.status,
     message: error.message,
@@ -71,9 +73,9 @@ export function toHttpError(error: unknown): HttpError {
 }
 
 /** 405 for a path served with other methods, naming them in `Allow`. */
-export function methodNotAllowed(method: string, allowed: readonly string[]): ApiError {
+export function methodNotAllowed(method: string, allowed: readonly string[]): RequestError {
   const list = allowed.join(', ');
-  return new ApiError('method_not_allowed', `${method} is not allowed on this path; allowed: ${list}.`, {
+  return new RequestError('method_not_allowed', `${method} is not allowed on this path; allowed: ${list}.`, {
     headers: { Allow: list },
   });
 }

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { parseJson, stringifyJson } from '@plant-store/schema';
 import { z } from 'zod';
-import { ApiError } from './errors.ts';
+import { RequestError } from './errors.ts';
 import { type AnyOperation, type OperationContext, storeCall } from './operation.ts';
 import { type KeyedAnswer, KeyClaimLostError, type StoredAnswer } from './store/store.ts';
 
@@ -45,7 +45,7 @@ export function parseIdempotencyKey(header: string): string {
   const quoted = SF_STRING.exec(header);
   const key = quoted ? quoted[1]!.replace(/\\(["\\])/g, '$1') : BARE_KEY.test(header) ? header : undefined;
   if (key === undefined || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new ApiError(
+    throw new RequestError(
       'bad_request',
       `The Idempotency-Key header must be a string of 1 to ${MAX_KEY_LENGTH} printable ASCII characters, such as "8e03978e-40d5-43e8-bc93-6894a57f9324".`,
     );
@@ -79,7 +79,7 @@ export const ReplayedHeaders = z.object({
 /** What a keyed operation resolves to: its output, or the stored answer of an earlier request. */
 export type KeyedResult = { output: unknown } | { replay: StoredAnswer };
 
-/** Runs `operation` under `key`, as this module describes. Errors are `ApiError`s. */
+/** Runs `operation` under `key`, as this module describes. Errors are `RequestError`s. */
 export async function runWithKey(
   operation: AnyOperation,
   ctx: OperationContext,
@@ -93,7 +93,7 @@ export async function runWithKey(
   const outcome = await storeCall(() => store.idempotencyKeys.claim({ ...claim, fingerprint, ...policy }));
   if (outcome.state !== 'claimed') {
     if (outcome.fingerprint !== fingerprint) {
-      throw new ApiError(
+      throw new RequestError(
         'unprocessable',
         'This Idempotency-Key was used for a different request; send a new key with a new request.',
       );
@@ -122,8 +122,8 @@ export function replayedOutput(answer: StoredAnswer): unknown {
   return answer.body === null ? undefined : parseJson(answer.body);
 }
 
-function inFlight(): ApiError {
-  return new ApiError(
+function inFlight(): RequestError {
+  return new RequestError(
     'conflict',
     'A request with this Idempotency-Key is still being processed; retry it in a second.',
     { headers: { 'Retry-After': '1' } },

@@ -26,19 +26,20 @@ export function createLogger(
   // minLength 1 writes every line at once, as 0 would, and makes flush() wait until the lines are
   // written (with 0 it answers at once).
   const stdout = pino.destination({ dest: 1, sync: false, minLength: 1, maxLength: LOG_BUFFER_BYTES });
-  stdoutStream = stdout;
   const log = pino(options, stdout);
+  const output = { stream: stdout, dropped: 0 };
+  outputs.set(log, output);
   // Said at most once a second, once stdout takes lines again (a report it drops is tried again).
   let unreported = 0;
   let reporting: NodeJS.Timeout | undefined;
   const report = () => {
     reporting = undefined;
-    const before = droppedLines;
+    const before = output.dropped;
     log.warn({ dropped: unreported, droppedSinceStart: before }, 'log lines dropped: stdout was not read');
-    if (droppedLines === before) unreported = 0;
+    if (output.dropped === before) unreported = 0;
   };
   stdout.on('drop', () => {
-    droppedLines += 1;
+    output.dropped += 1;
     unreported += 1;
     if (reporting === undefined) reporting = setTimeout(report, 1000).unref();
   });
@@ -52,11 +53,13 @@ export function createLogger(
  */
 export const LOG_BUFFER_BYTES = 8 * 1024 * 1024;
 
-let droppedLines = 0;
-let stdoutStream: ReturnType<typeof pino.destination> | undefined;
+/** The stdout of each logger that writes there, and the lines it dropped: each logger its own. */
+const outputs = new WeakMap<Logger, { stream: ReturnType<typeof pino.destination>; dropped: number }>();
 
-/** Log lines dropped since start because stdout was not read (see `LOG_BUFFER_BYTES`). */
-export const droppedLogLines = () => droppedLines;
+/** Log lines `log` dropped since it was made because stdout was not read (see `LOG_BUFFER_BYTES`). */
+export function droppedLogLines(log: Logger): number {
+  return outputs.get(log)?.dropped ?? 0;
+}
 
 /**
  * Writes out what the logger holds, waiting at most `timeoutMs`: a stdout nobody reads cannot keep
@@ -66,7 +69,8 @@ export const droppedLogLines = () => droppedLines;
 export function flushLog(log: Logger, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      if (stdoutStream) stdoutStream.flushSync = () => {};
+      const output = outputs.get(log);
+      if (output) output.stream.flushSync = () => {};
       resolve();
     }, timeoutMs);
     log.flush(() => {

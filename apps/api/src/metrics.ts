@@ -1,5 +1,4 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { droppedLogLines } from './log.ts';
 import { type HistogramSeries, SeriesCounter, SeriesHistogram } from './metric-series.ts';
 
 /** The process's Prometheus metrics (prom-client), served at /metrics. */
@@ -19,7 +18,14 @@ export const OUTBOX_DEPTH_CAP = 10_000;
  * set), status and token name; store call latency by operation; where rate-limit counters are
  * kept; webhook outbox depth and failures; and prom-client's default process metrics (CPU, memory, event-loop lag, GC).
  */
-export function createMetrics(outboxDepth?: OutboxDepth) {
+export function createMetrics({
+  outboxDepth,
+  droppedLogLines = () => 0,
+}: {
+  outboxDepth?: OutboxDepth;
+  /** Log lines the process's logger dropped (log.ts). */
+  droppedLogLines?: () => number;
+} = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = {

@@ -1,16 +1,37 @@
-import type { OpenApiMeta, OpenApiMethod } from 'trpc-to-openapi';
+import type { Span } from '@opentelemetry/api';
+import { getPathParameters, normalizePath, type OpenApiMeta, type OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
 import type { AuthResult, Principal } from './auth.ts';
+import { RequestError } from './errors.ts';
 import type { Scope } from './scopes.ts';
-import { ApiError } from './errors.ts';
 import type { EventHub } from './events/hub.ts';
-import type { RequestScope } from './heavy-reads.ts';
+import type { HeavyReads } from './heavy-reads.ts';
+import type { IdempotencyPolicy } from './idempotency.ts';
 import { type KeyClaim, StoreUnavailableError, type PlantStore } from './store/store.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import type { NewPlantWebhook } from './webhooks/event.ts';
 
-/** What an operation runs with once the caller is authenticated. */
-export type OperationContext = {
+/** The HTTP request a call arrived in, as its transport describes it. */
+export type RequestScope = {
+  /** How many calls the request carries: 1 over REST, the batch's size over /trpc. */
+  calls: number;
+  /** The request's span, when tracing records it (http/trace.ts). */
+  span?: Span;
+  /** The request's `Idempotency-Key` header, as sent; `undefined` without one. */
+  idempotencyKey?: string;
+  /** Marks the answer as the stored answer of an earlier request: `Idempotent-Replayed: true`. */
+  markReplayed?(): void;
+  /** Runs `done` once the answer has been sent or the connection has closed. */
+  onAnswered(done: () => void): void;
+  /** Cuts the connection at once, mid-answer: a stream's client then resumes, here or elsewhere. */
+  abort(): void;
+};
+
+/**
+ * What the app gives every call, whichever transport brought it (the tRPC procedures' context
+ * too): its parts, the request's token check and the request itself. Tests build it directly.
+ */
+export type RequestContext = {
   store: PlantStore;
   /** The new-plant webhook's subscribers: what a create enqueues with the plant. */
   webhooks: NewPlantWebhook;
@@ -18,16 +39,27 @@ export type OperationContext = {
   events: EventHub;
   /** Webhook endpoints' settings; without them (or their secrets key) the endpoint operations answer 503. */
   endpoints?: EndpointSettings;
-  principal: Principal;
+  /** This app's bound on lists read at once. */
+  heavyReads: HeavyReads;
+  /** How Idempotency-Keys are kept. */
+  idempotency: IdempotencyPolicy;
+  /** The request's bearer token, checked once per HTTP request (http/auth.ts). */
+  auth: AuthResult;
   request: RequestScope;
+};
+
+/** What an operation runs with once the caller is authorized (pipeline.ts). */
+export type OperationContext = Omit<RequestContext, 'auth' | 'idempotency'> & {
+  principal: Principal;
   /** The Idempotency-Key this call holds, when it came with one (idempotency.ts). */
   keyClaim?: KeyClaim;
 };
 
 /**
  * One API operation, written once and served twice: as a tRPC procedure (trpc.ts: a query for GET,
- * else a mutation) and as a REST route (http/rest.ts), both authorizing with `authorize`,
- * validating with `input` and running `run`. operations/index.ts lists them all.
+ * else a mutation) and as a REST route (http/rest.ts), both through `runOperation` (pipeline.ts),
+ * which authorizes for `scope`, validates with `input` and calls `run`. operations/index.ts lists
+ * them all.
  */
 export type Operation<
   I extends z.ZodType = z.ZodType,
@@ -79,17 +111,26 @@ export function isOperation(value: unknown): value is AnyOperation {
 }
 
 /**
+ * Whether an operation's input is a body (a POST to a path without parameters) rather than path
+ * and query parameters. REST reads it from there; both transports name it so in their messages.
+ */
+export function takesBody({ openapi: { method, path } }: AnyOperation): boolean {
+  return method.toUpperCase() === 'POST' && getPathParameters(normalizePath(path)).length === 0;
+}
+
+/**
  * Lets the request through if its bearer token was valid (401 otherwise, see http/auth.ts for
- * where the token is checked) and allows `scope` (403 otherwise). Both transports call it.
+ * where the token is checked) and allows `scope` (403 otherwise): the pipeline's first step, and
+ * /metrics'.
  */
 export function authorize(auth: AuthResult, scope: Scope): Principal {
   if (!auth.ok) {
     throw auth.reason === 'missing'
-      ? new ApiError('missing_token', 'Missing bearer token: send it as "Authorization: Bearer <token>".')
-      : new ApiError('invalid_token', 'The bearer token is not valid.');
+      ? new RequestError('missing_token', 'Missing bearer token: send it as "Authorization: Bearer <token>".')
+      : new RequestError('invalid_token', 'The bearer token is not valid.');
   }
   if (!auth.principal.scopes.includes(scope)) {
-    throw new ApiError('forbidden', `This token lacks the ${scope} scope this operation needs.`);
+    throw new RequestError('forbidden', `This token lacks the ${scope} scope this operation needs.`);
   }
   return auth.principal;
 }
@@ -100,7 +141,7 @@ export async function storeCall<T>(operation: () => Promise<T>): Promise<T> {
     return await operation();
   } catch (cause) {
     if (cause instanceof StoreUnavailableError) {
-      throw new ApiError('unavailable', 'The store is unavailable; retry the request later.', { cause });
+      throw new RequestError('unavailable', 'The store is unavailable; retry the request later.', { cause });
     }
     throw cause;
   }

@@ -9,6 +9,7 @@ import { configuredTokenName, createTokenVerifier, type TokenVerifier } from './
 import { ALL_SCOPES } from './scopes.ts';
 import type { Config } from './config.ts';
 import { generatedToken } from './generated-token.ts';
+import { droppedLogLines } from './log.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
 import { type Pruning, startPruning } from './pruning.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
@@ -59,7 +60,10 @@ export async function startServer(
 ): Promise<RunningServer> {
   const events = createEventHub(store.events, config.events, log, tracer);
   const { verifier, refresher } = await startTokens(config, store, log, events);
-  const metrics = createMetrics((options) => store.deliveries.depth(options).catch(() => undefined));
+  const metrics = createMetrics({
+    outboxDepth: (options) => store.deliveries.depth(options).catch(() => undefined),
+    droppedLogLines: () => droppedLogLines(log),
+  });
   const redis = await connectRedis(config, log, metrics);
   if (redis && tracer) traceRedis(redis, tracer);
   const endpoints = endpointSettings(config, log);

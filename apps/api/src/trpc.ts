@@ -1,65 +1,57 @@
 import { initTRPC, type TRPC_ERROR_CODE_KEY, TRPCError, tracked } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
-import type { OpenApiMeta } from 'trpc-to-openapi';
 import { z } from 'zod';
-import type { AuthResult, Principal } from './auth.ts';
-import { ApiError, describeIssues, type HttpError, toHttpError } from './errors.ts';
-import type { EventHub, EventStream } from './events/hub.ts';
-import type { RequestScope } from './heavy-reads.ts';
-import {
-  DEFAULT_IDEMPOTENCY_POLICY,
-  type IdempotencyPolicy,
-  parseIdempotencyKey,
-  replayedOutput,
-  runWithKey,
-} from './idempotency.ts';
-import { type AnyOperation, authorize, isOperation, type Operation } from './operation.ts';
+import { describeIssues, type HttpError, RequestError, toHttpError } from './errors.ts';
+import type { EventStream } from './events/hub.ts';
+import { replayedOutput } from './idempotency.ts';
+import { type AnyOperation, isOperation, type Operation, type RequestContext } from './operation.ts';
 import { toPlantEvent } from './operations/events.ts';
 import type { OperationTree } from './operations/index.ts';
-import type { PlantStore } from './store/store.ts';
-import type { EndpointSettings } from './webhooks/endpoints.ts';
-import type { NewPlantWebhook } from './webhooks/event.ts';
+import { runOperation } from './pipeline.ts';
 
 /**
- * What every procedure sees, whichever transport called it. Tests build it directly.
+ * What every procedure sees, whichever transport called it: the request's context. Tests build it
+ * directly.
  * @see https://trpc.io/docs/server/context
  */
-export type Context = {
-  store: PlantStore;
-  /** The new-plant webhook's subscribers: what a create enqueues with the plant. */
-  webhooks: NewPlantWebhook;
-  /** The event streams of this instance. */
-  events: EventHub;
-  /** Webhook endpoints' settings; without them the endpoint operations answer 503. */
-  endpoints?: EndpointSettings;
-  /** The request's bearer token, checked once per HTTP request (http/auth.ts). */
-  auth: AuthResult;
-  /** The HTTP request the call arrived in. */
-  request: RequestScope;
-  /** How Idempotency-Keys are kept; `DEFAULT_IDEMPOTENCY_POLICY` when omitted. */
-  idempotency?: IdempotencyPolicy;
-};
+export type Context = RequestContext;
 
 // The tRPC boundary: the only module, with http/trpc.ts, that knows TRPCError.
 
 /** How often a subscription with nothing to send sends tRPC's ping event. */
 const SUBSCRIPTION_PING_MS = 15_000;
 
-const t = initTRPC
-  .context<Context>()
-  .meta<OpenApiMeta>()
-  .create({
-    // superjson carries bigint ids exactly over /trpc.
-    transformer: superjson,
-    // Never put stack traces in answers, whatever NODE_ENV is.
-    isDev: false,
-    // Subscriptions (SSE): a ping keeps proxies from closing an idle stream.
-    sse: { ping: { enabled: true, intervalMs: SUBSCRIPTION_PING_MS } },
-    errorFormatter({ shape, error }) {
-      return { ...shape, message: describeTrpcError(error).message };
+/** Serializes inputs and outputs over /trpc: superjson carries bigint ids exactly. */
+export const transformer = superjson;
+
+const t = initTRPC.context<Context>().create({
+  transformer,
+  // Never put stack traces in answers, whatever NODE_ENV is.
+  isDev: false,
+  // Subscriptions (SSE): a ping keeps proxies from closing an idle stream.
+  sse: { ping: { enabled: true, intervalMs: SUBSCRIPTION_PING_MS } },
+  errorFormatter: ({ error, path }) => trpcErrorShape(error, path),
+});
+
+/**
+ * An error as tRPC's wire protocol carries it (tRPC's default shape), with the message REST would
+ * give: the error formatter of every procedure, and what http/trpc.ts writes itself, so both ways
+ * of answering /trpc say the same.
+ * @see https://trpc.io/docs/server/error-formatting
+ */
+export function trpcErrorShape(error: TRPCError, path: string | undefined) {
+  return {
+    message: describeTrpcError(error).message,
+    code: TRPC_ERROR_CODES_BY_KEY[error.code],
+    data: {
+      code: error.code,
+      httpStatus: getHTTPStatusCodeFromError(error),
+      ...(path !== undefined && { path }),
     },
-  });
+  };
+}
 
 /** @see https://trpc.io/docs/server/routers */
 export const router = t.router;
@@ -80,79 +72,82 @@ const CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
-/** An `ApiError` as tRPC's error: its status as tRPC's code, itself as the cause. */
-export function toTrpcError(error: ApiError): TRPCError {
+/** A `RequestError` as tRPC's error: its status as tRPC's code, itself as the cause. */
+export function toTrpcError(error: RequestError): TRPCError {
   const code = CODE_BY_STATUS[error.status] ?? 'INTERNAL_SERVER_ERROR';
   return new TRPCError({ code, message: error.message, cause: error });
 }
 
 /**
- * What a tRPC error tells the client, as REST would say it: the `ApiError` behind it, or tRPC's own
- * errors (an input that fails its schema, an unknown procedure); 5xx causes are never shown.
+ * What a tRPC error tells the client, as REST would say it: the `RequestError` behind it, or tRPC's
+ * own errors (an unknown procedure, a body it cannot parse); 5xx causes are never shown.
  */
 export function describeTrpcError(error: TRPCError): HttpError {
-  if (error.cause instanceof ApiError) return toHttpError(error.cause);
+  if (error.cause instanceof RequestError) return toHttpError(error.cause);
   const status = getHTTPStatusCodeFromError(error);
-  if (status >= 500) return toHttpError(error);
-  const issues = (error.cause as { issues?: { path?: PropertyKey[]; message: string }[] } | undefined)
-    ?.issues;
-  const invalid = error.code === 'BAD_REQUEST' && Array.isArray(issues) && issues.length > 0;
-  return { status, message: invalid ? describeIssues(issues) : error.message, headers: {} };
+  return status >= 500 ? toHttpError(error) : { status, message: error.message, headers: {} };
+}
+
+/** Any error as tRPC's: a `RequestError` as its `TRPCError`, anything else as tRPC would wrap it. */
+export function asTrpcError(error: unknown): unknown {
+  return error instanceof RequestError ? toTrpcError(error) : error;
 }
 
 /**
- * An operation's procedure: authorized for the operation's scope, then its input validated, then
- * run. Its metadata is the operation's trpc-to-openapi description.
- * @see https://trpc.io/docs/server/authorization
+ * The input a procedure hands the pipeline, as it came: typed as the operation's input for
+ * clients, validated by `runOperation` (so in the same order as REST: after authorization).
  */
-function withOperation<I extends z.ZodType, O, P extends z.ZodType = I>(
-  operation: Operation<I, O>,
-  input?: P,
-) {
-  return t.procedure
-    .use(async ({ ctx, next }) => {
-      // One middleware, not two: tRPC copies a call's options at every level of its chain. Inside
-      // tRPC, an ApiError from authorization or the operation becomes its TRPCError here.
-      let principal: Principal;
-      try {
-        principal = authorize(ctx.auth, operation.scope);
-      } catch (error) {
-        throw error instanceof ApiError ? toTrpcError(error) : error;
-      }
-      const result = await next({ ctx: { principal } });
-      if (!result.ok && result.error.cause instanceof ApiError) throw toTrpcError(result.error.cause);
-      return result;
-    })
-    .meta({ openapi: operation.openapi })
-    .input((input ?? operation.input) as P);
+function asSent<I>() {
+  return (input: unknown) => input as I;
+}
+
+/** One call of `operation` through the pipeline, as a procedure answers it. */
+async function call(operation: AnyOperation, ctx: Context, readInput: () => unknown, key?: string) {
+  try {
+    const result = await runOperation(operation, ctx, readInput, key);
+    return 'replay' in result ? replayedOutput(result.replay) : result.output;
+  } catch (error) {
+    throw asTrpcError(error);
+  }
 }
 
 /**
  * A mutation. One that accepts an Idempotency-Key takes it from the /trpc request's
- * `Idempotency-Key` header, for a request of one call only (a key names one request); a replay
- * resolves to the stored answer's body.
+ * `Idempotency-Key` header (for a request of one call only); a replay resolves to the stored
+ * answer's body.
  */
 function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return withOperation(operation).mutation(async ({ ctx, input }) => {
-    const header = ctx.request.idempotencyKey;
-    if (!operation.idempotencyKey || header === undefined) return operation.run(ctx, input as z.output<I>);
-    if (ctx.request.calls !== 1) {
-      throw new ApiError(
-        'bad_request',
-        'An Idempotency-Key names one call: send a keyed call in a request of its own.',
-      );
-    }
-    const key = parseIdempotencyKey(header);
-    const policy = ctx.idempotency ?? DEFAULT_IDEMPOTENCY_POLICY;
-    const result = await runWithKey(operation as AnyOperation, ctx, input, key, policy);
-    if (!('replay' in result)) return result.output as O;
-    ctx.request.markReplayed?.();
-    return replayedOutput(result.replay) as O;
-  });
+  return t.procedure
+    .input(asSent<z.input<I>>())
+    .mutation(
+      ({ ctx, input }) =>
+        call(operation as AnyOperation, ctx, () => input, ctx.request.idempotencyKey) as Promise<O>,
+    );
 }
 
 function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return withOperation(operation).query(({ ctx, input }) => operation.run(ctx, input as z.output<I>));
+  return t.procedure
+    .input(asSent<z.input<I>>())
+    .query(({ ctx, input }) => call(operation as AnyOperation, ctx, () => input) as Promise<O>);
+}
+
+/** `lastEventId`, which `httpSubscriptionLink` adds to a resumed subscription's input. */
+const ResumeSchema = z.object({
+  lastEventId: z
+    .string()
+    .regex(/^[0-9]{1,19}$/, { error: 'must be an event id' })
+    .nullish(),
+});
+
+/** A subscription's input with its `lastEventId` as `after`, which it overrides. */
+function resumeInput(input: unknown): unknown {
+  if (typeof input !== 'object' || input === null || !('lastEventId' in input)) return input;
+  const parsed = ResumeSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new RequestError('bad_request', describeIssues(parsed.error.issues, 'request parameters'));
+  }
+  const { lastEventId, ...rest } = input as { lastEventId?: string | null };
+  return lastEventId ? { ...rest, after: BigInt(lastEventId) } : rest;
 }
 
 /**
@@ -163,24 +158,15 @@ function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
  * ends with UNAUTHORIZED, which the client does not retry.
  */
 function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObject<S>, EventStream>) {
-  const input = operation.input.extend({
-    lastEventId: z
-      .string()
-      .regex(/^[0-9]{1,19}$/)
-      .nullish(),
-  });
-  return withOperation(operation, input).subscription(async function* ({ ctx, input }) {
-    const { lastEventId, ...rest } = input as { lastEventId?: string | null };
-    const resume = lastEventId ? { ...rest, after: BigInt(lastEventId) } : rest;
-    // Thrown inside the generator, after the middleware has run: an ApiError (410, 429, 503) would reach
-    // the client as INTERNAL_SERVER_ERROR, which httpSubscriptionLink retries forever.
-    const stream = await operation.run(ctx, resume as z.output<z.ZodObject<S>>).catch((error: unknown) => {
-      throw error instanceof ApiError ? toTrpcError(error) : error;
-    });
+  type Input = z.input<z.ZodObject<S>> & { lastEventId?: string | null };
+  return t.procedure.input(asSent<Input>()).subscription(async function* ({ ctx, input }) {
+    // Run inside the generator, before its first event: a refusal (410, 429, 503) is thrown as its
+    // TRPCError, which httpSubscriptionLink does not retry forever as it would a 500.
+    const stream = (await call(operation as AnyOperation, ctx, () => resumeInput(input))) as EventStream;
     for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
     const ended = await stream.ended;
     if (ended === 'revoked')
-      throw toTrpcError(new ApiError('invalid_token', 'The bearer token was revoked.'));
+      throw toTrpcError(new RequestError('invalid_token', 'The bearer token was revoked.'));
     if (ended !== 'closed') ctx.request.abort();
   });
 }

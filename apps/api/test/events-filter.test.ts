@@ -156,7 +156,7 @@ describe.each(testStores())('GET /plants/events?types= on $name', (testStore) =>
     expect(JSON.parse(line!.slice('data: '.length))).toStrictEqual({
       json: {
         message:
-          'Invalid request body: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+          'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
         code: -32600,
         data: { code: 'BAD_REQUEST', httpStatus: 400, path: 'plants.events' },
       },

@@ -6,7 +6,7 @@ import { MAX_HEAVY_READS } from '../src/heavy-reads.ts';
 import type { AppRouter } from '../src/router.ts';
 import { PAGE_BUDGET_BYTES } from '../src/store/store.ts';
 import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
+import { type RunningApi, startInProcess } from './support/in-process.ts';
 import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
 import { type SeedPlant, type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -85,6 +85,15 @@ describe.each(testStores())('heavy reads on $name', (testStore) => {
         code: 'SERVICE_UNAVAILABLE',
         httpStatus: 503,
       });
+
+      // Another app in the same process keeps its own count: its lists are served.
+      const other = await startInProcess();
+      try {
+        expect((await send(`${other.url}/plants?limit=1`, { headers: AUTH })).status).toBe(200);
+      } finally {
+        await other.stop();
+        other.cleanup();
+      }
 
       // Everything that is not a list goes on.
       expect((await send(`${api.url}/healthz`)).status).toBe(200);

@@ -306,25 +306,25 @@ describe('hostile clients against the built service on sqlite', () => {
         status: 431,
       },
       {
-        what: 'a body over 64 KiB',
+        what: 'a body over 64 KiB, to a mutation the read token may not call (refused before the body is read)',
         path: '/trpc/plants.create',
         method: 'POST',
         body: `{"json":{"id":"1","name":"${'x'.repeat(70_000)}"}}`,
-        status: 413,
+        status: 403,
       },
       {
-        what: 'a body that is not JSON',
+        what: 'a body that is not JSON, to a mutation the read token may not call (refused before the body is read)',
         path: '/trpc/plants.create',
         method: 'POST',
         body: '{"json":',
-        status: 400,
+        status: 403,
       },
       {
-        what: 'superjson metadata naming an unknown class',
+        what: 'superjson metadata naming an unknown class, to a mutation the read token may not call (refused before the body is read)',
         path: '/trpc/plants.create',
         method: 'POST',
         body: '{"json":{"id":"1","name":"x"},"meta":{"values":{"id":["class","Foo"]}}}',
-        status: 400,
+        status: 403,
       },
       {
         what: 'superjson metadata naming __proto__',
@@ -366,7 +366,7 @@ describe('hostile clients against the built service on sqlite', () => {
       attempt: 'odd and oversized tRPC batches',
       tried: `${cases.length} requests: ${cases.map((c) => c.what).join('; ')}`,
       bound:
-        'each refused with its stated 4xx before any call runs (413, 431, 400, 404, 403); 0 plants created; 0 error lines',
+        'each refused with its stated 4xx before any call runs (413, 431, 400, 404, 403; a mutation the token may not call before its body is read); 0 plants created; 0 error lines',
       observed: `${seen.join('; ')}; plants stored ${ids.length} (the 3 set up); ${errors.length} error lines`,
     });
     expect(ids).toStrictEqual([1n, 2n, 3n]);

@@ -142,9 +142,15 @@ describe.each(testStores())('rate limiting of tRPC batches on $name', (testStore
     const second = await trpc(api, ALICE, paths, { body: creates([4n, 5n, 6n]) });
     expect(second.status).toBe(429);
     expect(second.headers.get('retry-after')).toMatch(/^(59|60)$/);
+    // Under /trpc, in tRPC's shape: one error, which @trpc/client gives every call of the batch.
     expect(second.json).toEqual({
-      error: 429,
-      message: expect.stringMatching(/^Too many requests: the limit is 5 per 60 s; retry in \d+ s\.$/),
+      error: {
+        json: {
+          message: expect.stringMatching(/^Too many requests: the limit is 5 per 60 s; retry in \d+ s\.$/),
+          code: -32029,
+          data: { code: 'TOO_MANY_REQUESTS', httpStatus: 429 },
+        },
+      },
     });
     expect(await store.ids()).toEqual([1n, 2n, 3n]);
 

@@ -5,7 +5,9 @@ import type { AuthResult } from '../src/auth.ts';
 import type { Scope } from '../src/scopes.ts';
 import { loadConfig } from '../src/config.ts';
 import { createEventHub, type EventHub } from '../src/events/hub.ts';
-import type { RequestScope } from '../src/heavy-reads.ts';
+import { createHeavyReads } from '../src/heavy-reads.ts';
+import { DEFAULT_IDEMPOTENCY_POLICY } from '../src/idempotency.ts';
+import type { RequestScope } from '../src/operation.ts';
 import { appRouter } from '../src/router.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { PlantStore } from '../src/store/store.ts';
@@ -30,7 +32,10 @@ async function rejection(call: Promise<unknown>): Promise<{ code: string; messag
   return { code, message };
 }
 
-/** The fields and messages of an input validation failure (tRPC's BAD_REQUEST with zod's issues as its cause). */
+/**
+ * The fields and messages of an input validation failure: tRPC's BAD_REQUEST, caused by the
+ * pipeline's RequestError, caused by zod's issues.
+ */
 async function invalid(call: Promise<unknown>): Promise<{ path: PropertyKey[]; message: string }[]> {
   const error = await call.then(
     () => expect.unreachable('resolved'),
@@ -38,7 +43,7 @@ async function invalid(call: Promise<unknown>): Promise<{ path: PropertyKey[]; m
   );
   expect(error).toBeInstanceOf(TRPCError);
   expect((error as TRPCError).code).toBe('BAD_REQUEST');
-  const { issues } = (error as TRPCError).cause as unknown as {
+  const { issues } = ((error as TRPCError).cause as Error).cause as {
     issues: { path: PropertyKey[]; message: string }[];
   };
   return issues.map(({ path, message }) => ({ path, message }));
@@ -57,7 +62,16 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
 
   const caller = (auth: AuthResult, webhooks: NewPlantWebhook = newPlantWebhook()) => {
     const request: RequestScope = { calls: 1, onAnswered: (done) => answered.push(done), abort: () => {} };
-    const ctx: Context = { store, webhooks, events, auth, request };
+    const heavyReads = createHeavyReads();
+    const ctx: Context = {
+      store,
+      webhooks,
+      events,
+      heavyReads,
+      idempotency: DEFAULT_IDEMPOTENCY_POLICY,
+      auth,
+      request,
+    };
     return createCaller(ctx).plants;
   };
   const plants = () => caller(as('read', 'write'));
@@ -208,7 +222,9 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
     });
 
     it('needs the read scope', async () => {
-      expect((await rejection(caller(as('write')).events({}))).code).toBe('FORBIDDEN');
+      // The pipeline runs as the subscription starts: the first event is the refusal.
+      const stream = await caller(as('write')).events({});
+      expect((await rejection(stream[Symbol.asyncIterator]().next())).code).toBe('FORBIDDEN');
     });
   });
 

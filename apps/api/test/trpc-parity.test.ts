@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { AppRouter } from '../src/router.ts';
 import { apiOnStore } from './support/api-on-store.ts';
 import type { RunningApi } from './support/in-process.ts';
-import { postPlant, TOKEN } from './support/http.ts';
+import { postPlant, send, TOKEN } from './support/http.ts';
 import { EDGE_IDS } from './support/ids.ts';
 import { type TestStoreInstance, testStores } from './support/stores.ts';
 
@@ -159,3 +159,209 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
     expect(await store.ids()).not.toContain(77n);
   });
 });
+
+/** A token with every scope but the one an operation needs. */
+const LACKS = {
+  write: { name: 'reader', secret: 'reader-token-0123456789', scopes: ['read', 'webhooks'] },
+  webhooks: { name: 'plain', secret: 'plain-token-0123456789', scopes: ['read', 'write'] },
+} as const;
+
+/** One combination of faults: a token lacking the scope, the key (none wrong, malformed, reused), the input. */
+type Faults = { scope: boolean; key: 'fresh' | 'malformed' | 'reused'; body: boolean };
+
+const FAULTS: Faults[] = [false, true].flatMap((scope) =>
+  (['fresh', 'malformed', 'reused'] as const).flatMap((key) =>
+    [false, true].map((body) => ({ scope, key, body })),
+  ),
+);
+
+function named({ scope, key, body }: Faults): string {
+  const parts = [scope && 'missing scope', key !== 'fresh' && `${key} key`, body && 'bad body'];
+  return parts.filter(Boolean).join(' + ') || 'no fault';
+}
+
+/** What a client is told: the status and message of a refusal, or `ok`; tRPC's code too. */
+type Told = { status: number; message: string; code?: string };
+
+/**
+ * A mutation under test, over both transports. `prepare(n, bad, transport)` sets up what call
+ * `n` acts on (a plant to delete) and returns its REST request and tRPC input, a bad one if `bad`.
+ */
+type Subject = {
+  path: 'plants.create' | 'plants.delete' | 'webhookEndpoints.create';
+  scope: keyof typeof LACKS;
+  keyed: boolean;
+  prepare(
+    n: number,
+    bad: boolean,
+  ): Promise<{ rest: { method: string; path: string; body?: string }; trpc: unknown }>;
+};
+
+describe.each(testStores())(
+  'REST and tRPC refuse the same faults alike, in every combination, on $name',
+  (testStore) => {
+    let api: RunningApi;
+    let next = 0;
+    /** Unique per request: plant ids and keys never meet across cases and transports. */
+    const fresh = () => ++next + 7_000_000;
+
+    apiOnStore(testStore, (running) => ({ api } = running), {
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+        WEBHOOK_ENDPOINTS_PER_TOKEN: '1000',
+        ...(testStore.name === 'postgres' && { WEBHOOK_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }),
+      },
+      tokens: Object.values(LACKS),
+    });
+
+    const create = async (id: number) => {
+      expect((await postPlant(api.url, `{"id":${id},"name":"Fern"}`)).status).toBe(200);
+    };
+
+    const SUBJECTS: Subject[] = [
+      {
+        path: 'plants.create',
+        scope: 'write',
+        keyed: true,
+        async prepare(n, bad) {
+          const body = bad ? { id: n, name: 42 } : { id: n, name: 'Fern' };
+          return {
+            rest: { method: 'POST', path: '/plants', body: JSON.stringify(body) },
+            trpc: { ...body, id: BigInt(n) },
+          };
+        },
+      },
+      {
+        path: 'plants.delete',
+        scope: 'write',
+        keyed: true,
+        async prepare(n, bad) {
+          if (bad)
+            return { rest: { method: 'DELETE', path: '/plants/not-an-id' }, trpc: { id: 'not-an-id' } };
+          await create(n);
+          return { rest: { method: 'DELETE', path: `/plants/${n}` }, trpc: { id: BigInt(n) } };
+        },
+      },
+      {
+        path: 'webhookEndpoints.create',
+        scope: 'webhooks',
+        keyed: false,
+        async prepare(n, bad) {
+          const body = { url: bad ? n : `http://127.0.0.1:9/hook-${n}` };
+          return {
+            rest: { method: 'POST', path: '/webhook-endpoints', body: JSON.stringify(body) },
+            trpc: body,
+          };
+        },
+      },
+    ];
+
+    async function overRest(
+      request: { method: string; path: string; body?: string },
+      token: string,
+      key?: string,
+    ) {
+      const answer = await send(`${api.url}${request.path}`, {
+        method: request.method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(request.body !== undefined && { 'content-type': 'application/json' }),
+          ...(key !== undefined && { 'idempotency-key': key }),
+        },
+        body: request.body,
+      });
+      if (answer.status < 300) return { status: 200, message: 'ok' };
+      return { status: answer.status, message: (answer.json as { message: string }).message };
+    }
+
+    async function overTrpc(
+      path: Subject['path'],
+      input: unknown,
+      token: string,
+      key?: string,
+    ): Promise<Told> {
+      const trpc = createTRPCClient<AppRouter>({
+        links: [
+          httpLink({
+            url: `${api.url}/trpc`,
+            transformer: superjson,
+            headers: {
+              authorization: `Bearer ${token}`,
+              ...(key !== undefined && { 'idempotency-key': key }),
+            },
+          }),
+        ],
+      });
+      const [namespace, name] = path.split('.') as ['plants', 'create'];
+      try {
+        await (trpc[namespace][name].mutate as (input: unknown) => Promise<unknown>)(input);
+        return { status: 200, message: 'ok' };
+      } catch (error) {
+        if (!(error instanceof TRPCClientError)) throw error;
+        return { status: error.data?.httpStatus, message: error.message, code: error.data?.code };
+      }
+    }
+
+    /** What the pipeline's order (authorize, key, input, claim) says the client is told. */
+    function expected(subject: Subject, faults: Faults): Omit<Told, 'code'> {
+      if (faults.scope)
+        return { status: 403, message: `This token lacks the ${subject.scope} scope this operation needs.` };
+      if (subject.keyed && faults.key === 'malformed')
+        return {
+          status: 400,
+          message:
+            'The Idempotency-Key header must be a string of 1 to 255 printable ASCII characters, such as "8e03978e-40d5-43e8-bc93-6894a57f9324".',
+        };
+      if (faults.body) return { status: 400, message: BAD_INPUT[subject.path] };
+      if (subject.keyed && faults.key === 'reused')
+        return {
+          status: 422,
+          message:
+            'This Idempotency-Key was used for a different request; send a new key with a new request.',
+        };
+      return { status: 200, message: 'ok' };
+    }
+
+    const BAD_INPUT: Record<Subject['path'], string> = {
+      'plants.create': 'Invalid request body: name must be a string.',
+      'plants.delete':
+        'Invalid request parameters: id must be an integer from -9223372036854775808 to 9223372036854775807.',
+      'webhookEndpoints.create': 'Invalid request body: url must be a string.',
+    };
+
+    const CODES: Record<number, string> = {
+      400: 'BAD_REQUEST',
+      403: 'FORBIDDEN',
+      422: 'UNPROCESSABLE_CONTENT',
+    };
+
+    describe.each(SUBJECTS.map((subject) => [subject.path, subject] as const))('%s', (_, subject) => {
+      it.each(FAULTS.map((faults) => [named(faults), faults] as const))('%s', async (_, faults) => {
+        const token = faults.scope ? LACKS[subject.scope].secret : TOKEN;
+        const told: Told[] = [];
+        for (const transport of ['rest', 'trpc'] as const) {
+          const key = faults.key === 'malformed' ? 'two words' : `key-${transport}-${fresh()}`;
+          if (faults.key === 'reused') {
+            // The key's first use: another call, which succeeds.
+            const first = await subject.prepare(fresh(), false);
+            const firstTold =
+              transport === 'rest'
+                ? await overRest(first.rest, TOKEN, key)
+                : await overTrpc(subject.path, first.trpc, TOKEN, key);
+            expect(firstTold).toEqual({ status: 200, message: 'ok' });
+          }
+          const call = await subject.prepare(fresh(), faults.body);
+          told.push(
+            transport === 'rest'
+              ? await overRest(call.rest, token, key)
+              : await overTrpc(subject.path, call.trpc, token, key),
+          );
+        }
+        const [rest, trpc] = told as [Told, Told];
+        expect(rest).toEqual(expected(subject, faults));
+        expect({ status: trpc.status, message: trpc.message }).toEqual(rest);
+        if (rest.status !== 200) expect(trpc.code).toBe(CODES[rest.status]);
+      });
+    });
+  },
+);

@@ -36,9 +36,8 @@ const TRANSIENT = new Set([0, 408, 429, 500, 502, 503, 504]);
 
 /**
  * Reads a failed call: tRPC's error body when the api answered one (its message is the one REST
- * would give), else what the answer itself says. The limits in front of /trpc (rate limit,
- * failed authentications) answer the api's `Error` body, which tRPC cannot read: their status
- * and `Retry-After` still tell what happened.
+ * would give; the limits in front of /trpc answer so too), else what the answer itself says (no
+ * answer, a proxy's page): its status and `Retry-After` still tell what happened.
  */
 export function describeFailure(error: unknown): Failure {
   if (!(error instanceof TRPCClientError)) {

@@ -555,7 +555,10 @@ describe('429 with the wait', () => {
     await expect
       .poll(() => page.getByRole('alert').allTextContents())
       .toContainEqual(
-        expect.stringMatching(/^The plant was not added: Too many requests\. Retry in \d+ s\.$/),
+        // The api's own message: the rate limit answers /trpc in tRPC's shape.
+        expect.stringMatching(
+          /^The plant was not added: Too many requests: the limit is \d+ per \d+ s; retry in \d+ s\.$/,
+        ),
       );
 
     await exhaust();

@@ -102,25 +102,14 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
     } catch (cause) {
       return fail(response.status, 'the answer is not JSON', cause);
     }
-    if (!Array.isArray(answer) || answer.length !== plants.length) {
-      // Refused as a whole outside tRPC (rate limit, body too large…): an `Error` body, or nothing usable.
-      const { error, message } = (answer ?? {}) as { error?: unknown; message?: unknown };
-      if (typeof error === 'number' && typeof message === 'string') {
-        return everyCall(
-          new PlantStoreError({
-            method: 'POST',
-            url: named,
-            status: response.status,
-            body: { error, message },
-          }),
-        );
-      }
+    // A request refused as a whole (a rate limit, the batch too large) is one tRPC error, which
+    // every call gets, as @trpc/client hands it out.
+    const items = Array.isArray(answer) ? answer : isItem(answer) ? plants.map(() => answer) : undefined;
+    if (items?.length !== plants.length) {
       return fail(response.status, response.statusText || 'the answer is not a tRPC batch answer');
     }
-    if (!answer.every((item) => typeof item === 'object' && item !== null)) {
-      return fail(response.status, 'the answer is not a tRPC batch answer');
-    }
-    return (answer as Item[]).map((item) => {
+    if (!items.every(isItem)) return fail(response.status, 'the answer is not a tRPC batch answer');
+    return items.map((item) => {
       if (item.error === undefined) return { status: 'fulfilled', value: item.result };
       const status = item.error?.json?.data?.httpStatus;
       const message = item.error?.json?.message;
@@ -137,6 +126,10 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
     });
   };
   return Object.assign(create, { close: () => agent.destroy() });
+}
+
+function isItem(value: unknown): value is Item {
+  return typeof value === 'object' && value !== null && ('result' in value || 'error' in value);
 }
 
 /**

@@ -9,9 +9,11 @@ import {
   splitLink,
   type TRPCClient,
   TRPCClientError,
+  type TRPCLink,
   type TRPCRequestOptions,
   TRPCUntypedClient,
 } from '@trpc/client';
+import { observable } from '@trpc/server/observable';
 import superjson from 'superjson';
 import { readingFetch, UnusableAnswerError } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
@@ -130,6 +132,7 @@ export function createTrpcClient({
     }),
   });
   const subscriptions = [
+    plantStoreErrors(url),
     // Resubscribes with the last tracked id when EventSource gives up (an answer other than 200).
     retryLink<AppRouter>({
       retry: ({ op, error }) => op.type === 'subscription' && isRetried(subscriptionStatus(error)),
@@ -158,6 +161,23 @@ export function createTrpcClient({
   return createTRPCClientProxy(new ErrorMappingClient({ links: [traceLink(), link] }, url, retry));
 }
 
+/**
+ * A subscription's failure, once retrying has given up, as a {@link PlantStoreError}: what its
+ * `onError` (or its async iterator) gets. Calls map theirs in {@link ErrorMappingClient}, since
+ * tRPC wraps whatever a link throws for a call's promise in `TRPCClientError`.
+ */
+function plantStoreErrors(url: string): TRPCLink<AppRouter> {
+  return () =>
+    ({ op, next }) =>
+      observable((observer) =>
+        next(op).subscribe({
+          next: (value) => observer.next(value),
+          error: (error) => observer.error(toPlantStoreError(error, 'GET', `${url}/${op.path}`) as never),
+          complete: () => observer.complete(),
+        }),
+      );
+}
+
 /** The HTTP status that ended a subscription's connection; `undefined` when there was no answer. */
 function subscriptionStatus(error: TRPCClientError<AppRouter>): number | undefined {
   const status: unknown = error.data?.httpStatus ?? (error.cause as { code?: unknown } | undefined)?.code;
@@ -169,8 +189,10 @@ function isRetried(status: number | undefined): boolean {
 }
 
 /**
- * tRPC wraps whatever a link throws in `TRPCClientError`, so the mapping happens here, at the
- * untyped client that the typed proxy calls for every `.query()` and `.mutate()`.
+ * tRPC wraps whatever a link throws for a call's promise in `TRPCClientError`, so calls are
+ * mapped (and retried) here, at the untyped client that the typed proxy calls for every
+ * `.query()` and `.mutate()`: public methods of a public class. Subscriptions keep tRPC's own
+ * `subscription()`; their errors are mapped by a link (`plantStoreErrors`).
  */
 class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
   readonly #url: string;
@@ -180,20 +202,6 @@ class ErrorMappingClient extends TRPCUntypedClient<AppRouter> {
     super(options);
     this.#url = url;
     this.#retry = retry;
-    // `onError` of the callback form gets a PlantStoreError (the method is overloaded: replaced here).
-    const subscribe = this.subscription.bind(this) as (
-      path: string,
-      input: unknown,
-      opts?: object,
-    ) => unknown;
-    this.subscription = ((path: string, input: unknown, opts?: { onError?: (error: unknown) => void }) => {
-      const onError = opts?.onError;
-      if (onError === undefined) return subscribe(path, input, opts);
-      return subscribe(path, input, {
-        ...opts,
-        onError: (error: unknown) => onError(toPlantStoreError(error, 'GET', `${url}/${path}`)),
-      });
-    }) as TRPCUntypedClient<AppRouter>['subscription'];
   }
 
   override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {

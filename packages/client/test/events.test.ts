@@ -271,7 +271,7 @@ describe('tRPC client: plants.events', () => {
     expect(await wrong.failed()).toMatchObject({
       status: 400,
       serverMessage:
-        'Invalid request body: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+        'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
     });
     wrong.stop();
   });

@@ -406,7 +406,13 @@ describe('Retry-After past what plants waits', () => {
   it('import: a batch refused with Retry-After: 999999999 fails its lines at once', async () => {
     const server = await fake((res, seen) => {
       if (seen.method === 'GET') return sendJson(res, 200, []);
-      sendJson(res, 429, { error: 429, message: 'Too many requests.' }, { 'retry-after': '999999999' });
+      // A refusal of the whole batch, as the server words it under /trpc: one tRPC error.
+      const error = {
+        message: 'Too many requests.',
+        code: -32029,
+        data: { code: 'TOO_MANY_REQUESTS', httpStatus: 429 },
+      };
+      sendJson(res, 429, { error: { json: error } }, { 'retry-after': '999999999' });
     });
     const path = file('limited.ndjson', '{"id":1,"name":"Fern"}\n{"id":2,"name":"Moss"}\n');
     expect(await plants(server, ['import', path])).toEqual({

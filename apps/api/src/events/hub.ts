@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
-import { ApiError } from '../errors.ts';
+import { RequestError } from '../errors.ts';
 import type { EventLog, StoredEvent } from '../store/store.ts';
 
 /** A type of event a stream may ask for (`?types=`). */
@@ -67,7 +67,7 @@ export type EventHub = {
   /**
    * Opens a stream of the events after `after` (or, without it, of those committed from now on):
    * first the backlog, read from the log, then live events as they commit; only those of `types`
-   * when given (their ids stay the log's, with gaps between them). Throws an `ApiError` when
+   * when given (their ids stay the log's, with gaps between them). Throws a `RequestError` when
    * `after` is older than the retention or more than `maxReplay` events back (410), or a limit is
    * reached (429, 503).
    */
@@ -255,10 +255,10 @@ export function createEventHub(
    * than any token below that share), and no two tokens take places back and forth.
    */
   function admit(tokenName: string): Subscriber | undefined {
-    if (closed) throw new ApiError('busy', 'This instance is shutting down; reconnect to another.');
+    if (closed) throw new RequestError('busy', 'This instance is shutting down; reconnect to another.');
     const mine = byToken.get(tokenName)?.size ?? 0;
     if (mine >= limits.maxStreamsPerToken) {
-      throw new ApiError(
+      throw new RequestError(
         'rate_limited',
         `This token has ${limits.maxStreamsPerToken} event streams open already; close one first.`,
         { headers: { 'Retry-After': '1' } },
@@ -268,7 +268,7 @@ export function createEventHub(
     let largest: Set<Subscriber> | undefined;
     for (const streams of byToken.values()) if (streams.size > (largest?.size ?? 0)) largest = streams;
     if (largest === undefined || largest.size < mine + 2) {
-      throw new ApiError(
+      throw new RequestError(
         'busy',
         `This instance serves ${limits.maxStreams} event streams already; retry in a second.`,
       );
@@ -288,14 +288,14 @@ export function createEventHub(
     // Refused before any store call; decided again below, after them.
     admit(tokenName);
     if (after !== undefined && after < (await events.prunedThrough())) {
-      throw new ApiError(
+      throw new RequestError(
         'gone',
         `The events after ${after} are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.`,
       );
     }
     // Counted through the index, no further than the bound: one more than it is enough to refuse.
     if (after !== undefined && (await events.countAfter(after, limits.maxReplay + 1)) > limits.maxReplay) {
-      throw new ApiError(
+      throw new RequestError(
         'gone',
         `More than ${limits.maxReplay} events follow ${after}, more than a stream replays (see EVENTS_REPLAY_MAX); ` +
           'start again without a resume id and list the plants to catch up.',

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import type { AuthResult } from '../auth.ts';
-import { ApiError } from '../errors.ts';
+import { RequestError } from '../errors.ts';
 import type { RateLimit } from './rate-limit.ts';
 
 /**
@@ -20,7 +20,7 @@ export function authFailureMiddleware(limiter: RateLimiterAbstract, limit: RateL
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       const retrySeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      throw new ApiError(
+      throw new RequestError(
         'rate_limited',
         `Too many failed authentications from this address: the limit is ${limit.points} per ${limit.windowSeconds} s; retry in ${retrySeconds} s.`,
         { headers: { 'Retry-After': String(retrySeconds) } },

@@ -1,9 +1,9 @@
 import { ApiErrorSchema, NewPlantSchema } from '@plant-store/schema';
 import { getPathParameters } from 'trpc-to-openapi';
 import { z } from 'zod';
-import type { AnyOperation } from '../operation.ts';
+import { type AnyOperation, takesBody } from '../operation.ts';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
-import { type RestRoute, takesBody } from './rest.ts';
+import type { RestRoute } from './rest.ts';
 
 const SECURITY_SCHEME = 'bearerAuth';
 
@@ -16,7 +16,7 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
   for (const route of routes) {
     paths[route.path] = {
       ...paths[route.path],
-      [route.method.toLowerCase()]: describe(route.operation, route.method.toLowerCase(), route.path),
+      [route.method.toLowerCase()]: describe(route.operation, route.path),
     };
   }
   Object.assign(paths, PROBES);
@@ -136,14 +136,11 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
               'To a registered endpoint: keyed with its secret, and during a rotation’s overlap a second, space-separated `v1,` signature with the previous secret',
             example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
           }),
-          'webhook-event': z
-            .literal('plant.created')
-            .optional()
-            .meta({
-              description:
-                'The event type. Sent to endpoints registered with `POST /webhook-endpoints`, not to the WEBHOOK_URLS subscribers',
-              example: 'plant.created',
-            }),
+          'webhook-event': z.literal('plant.created').optional().meta({
+            description:
+              'The event type. Sent to endpoints registered with `POST /webhook-endpoints`, not to the WEBHOOK_URLS subscribers',
+            example: 'plant.created',
+          }),
         }),
       },
       requestBody: {
@@ -158,11 +155,8 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
   },
 };
 
-function describe(
-  { openapi, input, output, rest, stream }: AnyOperation,
-  method: string,
-  path: string,
-): ZodOpenApiOperationObject {
+function describe(operation: AnyOperation, path: string): ZodOpenApiOperationObject {
+  const { openapi, input, output, rest, stream } = operation;
   const errors = Object.entries(openapi.errorResponses ?? {}).map(([status, description]) => [
     status,
     { description, content: { 'application/json': { schema: ApiErrorSchema } } },
@@ -179,7 +173,7 @@ function describe(
   const shape = input instanceof z.ZodObject ? (input.shape as Record<string, z.ZodType>) : {};
   const pick = (keys: string[]) =>
     z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
-  const inBody = takesBody(method, path);
+  const inBody = takesBody(operation);
   const header = openapi.requestHeaders && { header: openapi.requestHeaders };
   return {
     operationId: openapi.operationId,

@@ -7,7 +7,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import type { AuthResult } from '../auth.ts';
-import { ApiError } from '../errors.ts';
+import { RequestError } from '../errors.ts';
 
 export type RateLimit = { points: number; windowSeconds: number };
 
@@ -73,7 +73,7 @@ export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLim
     ctx.set('RateLimit-Policy', policy);
     ctx.set('RateLimit', `"default";r=${Math.max(0, state.remainingPoints)};t=${resetSeconds}`);
     if (limited) {
-      throw new ApiError(
+      throw new RequestError(
         'rate_limited',
         `Too many requests: the limit is ${limit.points} per ${limit.windowSeconds} s; retry in ${resetSeconds} s.`,
         { headers: { 'Retry-After': String(resetSeconds) } },

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { RequestScope } from '../heavy-reads.ts';
+import type { RequestScope } from '../operation.ts';
 
 /** The request as operations see it: how many calls it carries, when its answer is sent, and how to cut it. */
 export function requestScope(ctx: Context, calls: number): RequestScope {

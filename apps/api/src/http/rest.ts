@@ -1,16 +1,18 @@
 import { stringifyJson } from '@plant-store/schema';
 import type { Context, Middleware } from 'koa';
-import { getPathParameters, getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
-import { ApiError, describeIssues, methodNotAllowed } from '../errors.ts';
+import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
+import { methodNotAllowed } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
-import { type IdempotencyPolicy, parseIdempotencyKey, runWithKey } from '../idempotency.ts';
-import { type AnyOperation, authorize, type OperationContext } from '../operation.ts';
+import { type AnyOperation, type RequestContext, type RequestScope, takesBody } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
+import { runOperation } from '../pipeline.ts';
 import { readJsonBody } from './body.ts';
 import { decodeParams, type ParamDecoders, paramDecoders } from './params.ts';
-import type { StoreTracer } from '../tracing/store.ts';
 import { requestScope } from './request-scope.ts';
 import { serveEventStream } from './sse.ts';
+
+/** The request's context from its token check and the request (app.ts builds it, for both transports). */
+export type CreateContext = (auth: RequestContext['auth'], request: RequestScope) => RequestContext;
 
 export type RestRoute = {
   method: OpenApiMethod;
@@ -36,7 +38,7 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
   );
   return sorted.map(({ operation }) => {
     const { method, path } = operation.openapi;
-    const inputFromBody = takesBody(method, path);
+    const inputFromBody = takesBody(operation);
     return {
       method,
       path: normalizePath(path),
@@ -49,19 +51,17 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
 }
 
 /**
- * Serves the REST routes with the registry's operations, which the tRPC procedures run too: the same authentication,
- * input schema and `run` as /trpc, without tRPC's per-call machinery (a Fetch Request and several
- * object spreads per call; see "Where the time goes" in bench/README.md). Order of checks: route, token
- * and scope, Idempotency-Key, body or parameters, validation, store. Errors are thrown to the error
- * middleware. A keyed request whose answer is stored gets it again, with `Idempotent-Replayed: true`.
+ * Serves the REST routes with the registry's operations through the one pipeline (pipeline.ts) the
+ * tRPC procedures use too, without tRPC's per-call machinery (a Fetch Request and several object
+ * spreads per call; see "Where the time goes" in bench/README.md): route (404, 405), then
+ * `runOperation`, whose `readInput` reads the body or decodes the path and query parameters.
+ * Errors are thrown to the error middleware. A keyed request whose answer is stored gets it again,
+ * with `Idempotent-Replayed: true`.
  */
 export function restAdapter(
   routes: RestRoute[],
-  deps: Pick<OperationContext, 'store' | 'webhooks' | 'events' | 'endpoints'> & {
-    heartbeatMs: number;
-    idempotency: IdempotencyPolicy;
-    storeFor?: StoreTracer | undefined;
-  },
+  createContext: CreateContext,
+  options: { heartbeatMs: number },
 ): Middleware {
   return async (ctx, next) => {
     let route: RestRoute | undefined;
@@ -82,44 +82,31 @@ export function restAdapter(
     }
     if (allowed.length === 0) return next();
     if (route === undefined) throw methodNotAllowed(ctx.method, allowed);
-    const principal = authorize(ctx.state.auth, route.operation.scope);
+    const { operation } = route;
     const request = requestScope(ctx, 1);
-    const key =
-      route.operation.idempotencyKey && request.idempotencyKey !== undefined
-        ? parseIdempotencyKey(request.idempotencyKey)
-        : undefined;
-    const raw = route.inputFromBody
-      ? await readJsonBody(ctx.req)
-      : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
-    const parsed = route.operation.input.safeParse(raw);
-    if (!parsed.success) {
-      const where = route.inputFromBody ? 'request body' : 'request parameters';
-      throw new ApiError('bad_request', describeIssues(parsed.error.issues, where));
-    }
-    const { webhooks, events, endpoints } = deps;
-    // With tracing on, the store as this request sees it: its calls are children of its span.
-    const store = deps.storeFor?.(request.span) ?? deps.store;
-    const context = { store, webhooks, events, endpoints, principal, request };
-    let output: unknown;
-    if (key === undefined) output = await route.operation.run(context, parsed.data);
-    else {
-      const result = await runWithKey(route.operation, context, parsed.data, key, deps.idempotency);
-      if ('replay' in result) {
-        ctx.status = result.replay.status;
-        request.markReplayed?.();
-        if (result.replay.body !== null) {
-          ctx.type = 'application/json';
-          ctx.body = result.replay.body;
-        }
-        return;
+    const readInput = () =>
+      route.inputFromBody
+        ? readJsonBody(ctx.req)
+        : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
+    const result = await runOperation(
+      operation,
+      createContext(ctx.state.auth, request),
+      readInput,
+      request.idempotencyKey,
+    );
+    if ('replay' in result) {
+      ctx.status = result.replay.status;
+      if (result.replay.body !== null) {
+        ctx.type = 'application/json';
+        ctx.body = result.replay.body;
       }
-      output = result.output;
+      return;
     }
-    if (route.operation.stream) return serveEventStream(ctx, output as EventStream, deps.heartbeatMs);
-    const { rest } = route.operation;
+    if (operation.stream) return serveEventStream(ctx, result.output as EventStream, options.heartbeatMs);
+    const { rest } = operation;
     const presented = rest?.present
-      ? rest.present(output, { path: ctx.path, input: parsed.data })
-      : { body: output };
+      ? rest.present(result.output, { path: ctx.path, input: result.input })
+      : { body: result.output };
     ctx.status = rest?.status ?? 200;
     if (presented.headers) ctx.set(presented.headers);
     if (presented.body !== undefined) {
@@ -127,11 +114,6 @@ export function restAdapter(
       ctx.body = stringifyJson(presented.body);
     }
   };
-}
-
-/** Whether an operation's input is its JSON body: a POST to a path without parameters. */
-export function takesBody(method: string, path: string): boolean {
-  return method.toUpperCase() === 'POST' && getPathParameters(normalizePath(path)).length === 0;
 }
 
 /**

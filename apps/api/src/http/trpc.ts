@@ -1,69 +1,54 @@
-import {
-  callTRPCProcedure,
-  getTRPCErrorFromUnknown,
-  getTRPCErrorShape,
-  TRPCError,
-  transformTRPCResponse,
-} from '@trpc/server';
+import { TRPCError } from '@trpc/server';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
-import { getHTTPStatusCode } from '@trpc/server/http';
 import type { Context as KoaContext, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import getRawBody from 'raw-body';
-import type { AuthResult } from '../auth.ts';
-import { ApiError } from '../errors.ts';
-import type { RequestScope } from '../heavy-reads.ts';
+import { RequestError } from '../errors.ts';
+import { replayedOutput } from '../idempotency.ts';
+import type { AnyOperation } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
-import type { AppRouter } from '../router.ts';
-import { type Context, describeTrpcError, toTrpcError } from '../trpc.ts';
-import { BODY_LIMIT_BYTES } from './body.ts';
+import { runOperation } from '../pipeline.ts';
+import { appRouter } from '../router.ts';
+import { type Context, describeTrpcError, transformer } from '../trpc.ts';
+import { BODY_LIMIT_BYTES, NOT_JSON, readBodyText } from './body.ts';
 import { logFailure } from './errors.ts';
 import { requestScope } from './request-scope.ts';
-
-const PREFIX = '/trpc/';
+import type { CreateContext } from './rest.ts';
+import {
+  answerTrpc,
+  errorHeaders,
+  TRPC_PREFIX,
+  type TrpcOutcome,
+  trpcFailure,
+  trpcResult,
+} from './trpc-answer.ts';
 
 /** Most calls one /trpc request may carry; a larger batch is refused (413) before any call runs. */
 export const MAX_BATCH_CALLS = 100;
 
-type CreateContext = (auth: AuthResult, request: RequestScope) => Context;
-
 /**
  * Serves the tRPC wire protocol under /trpc. Plain JSON mutations — what `httpLink` and
- * `httpBatchLink` send — take a direct path: read the body, call each procedure, write the
- * answer. tRPC's own node-http handler builds a Fetch Request and Response per call, which
- * measured 4x slower; it still serves everything else (queries, streaming, subscriptions,
- * unknown procedures), so the protocol stays tRPC's.
+ * `httpBatchLink` send — take a direct path: each call goes through the pipeline (pipeline.ts, as
+ * the procedures' own resolvers and REST do), its input read from the body once it is authorized,
+ * and the answer is written in tRPC's format (trpc-answer.ts). tRPC's own node-http handler builds
+ * a Fetch Request and Response per call and runs each procedure's middleware chain (see
+ * docs/architecture.md for what that costs); it still serves everything else (queries, streaming,
+ * subscriptions, unknown procedures), so the protocol stays tRPC's.
  */
-export function trpcAdapter(router: AppRouter, createContext: CreateContext, log: Logger): Middleware {
-  const config = router._def._config;
+export function trpcAdapter(createContext: CreateContext, log: Logger): Middleware {
+  const operations = new Map(listOperations().map(({ path, operation }) => [path, operation]));
   // Every procedure is an operation of the registry, at the same path: a mutation unless it is a GET.
-  const mutation = new Map(
-    listOperations().map(({ path, operation }) => [path, operation.openapi.method !== 'GET']),
-  );
+  const mutations = new Map([...operations].filter(([, operation]) => operation.openapi.method !== 'GET'));
 
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(PREFIX)) return next();
-    const paths = safeDecode(ctx.path.slice(PREFIX.length))?.split(',') ?? [];
-    ctx.state.route = routeOf(paths, mutation);
+    if (!ctx.path.startsWith(TRPC_PREFIX)) return next();
+    const paths = safeDecode(ctx.path.slice(TRPC_PREFIX.length))?.split(',') ?? [];
+    ctx.state.route = routeOf(paths, operations);
     if (paths.length > MAX_BATCH_CALLS) {
-      const error = toTrpcError(
-        new ApiError(
-          'too_large',
-          `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
-        ),
+      // Thrown to the error middleware, which answers it in tRPC's shape, once for the request.
+      throw new RequestError(
+        'too_large',
+        `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
       );
-      // One error for the whole request, which @trpc/client hands to every call of the batch.
-      const item = {
-        error: getTRPCErrorShape({
-          config,
-          error,
-          type: 'unknown',
-          path: undefined,
-          input: undefined,
-          ctx: undefined,
-        }),
-      };
-      return answer(ctx, false, [item], [error]);
     }
     const batch = ctx.querystring === 'batch=1';
     const direct =
@@ -72,81 +57,53 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
       (batch || paths.length === 1) &&
       ctx.get('content-type').split(';')[0] === 'application/json' &&
       ctx.get('trpc-accept') === '' &&
-      paths.every((path) => mutation.get(path) === true);
+      paths.every((path) => mutations.has(path));
     const request = requestScope(ctx, paths.length);
-    if (!direct) return viaTrpcHandler(ctx, router, () => createContext(ctx.state.auth, request), log);
-
     const context = createContext(ctx.state.auth, request);
-    let inputs: unknown[];
-    try {
-      const text = await getRawBody(ctx.req, {
-        length: ctx.get('content-length') || undefined,
-        limit: BODY_LIMIT_BYTES,
-        encoding: 'utf-8',
-      });
-      const raw: unknown = text === '' ? undefined : JSON.parse(text);
-      inputs = batch ? paths.map((_, i) => (raw as Record<string, unknown> | undefined)?.[i]) : [raw];
-    } catch (cause) {
-      const tooLarge = (cause as { type?: string }).type === 'entity.too.large';
-      const error = tooLarge
-        ? toTrpcError(new ApiError('too_large', `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`))
-        : new TRPCError({ code: 'PARSE_ERROR', message: 'The body is not JSON.', cause });
-      return answer(
-        ctx,
-        batch,
-        paths.map(() => errorItem(error, undefined)),
-        [error],
-      );
-    }
+    if (!direct) return viaTrpcHandler(ctx, () => context, log);
 
-    const errors: (TRPCError | null)[] = [];
-    const items = await Promise.all(
-      paths.map(async (path, i) => {
-        let input: unknown;
+    // The body holds every call's input: read once, by the first call that gets that far.
+    let body: Promise<unknown> | undefined;
+    const inputOf = async (i: number) => {
+      body ??= readBodyText(ctx.req).then(parseBody);
+      const raw = await body;
+      const input = batch ? (raw as Record<number, unknown> | undefined)?.[i] : raw;
+      return input === undefined ? undefined : deserialize(input);
+    };
+    const outcomes = await Promise.all(
+      paths.map(async (path, i): Promise<TrpcOutcome> => {
         try {
-          input = inputs[i] === undefined ? undefined : deserialize(inputs[i]);
-          const data = await callTRPCProcedure({
-            router,
-            ctx: context,
-            getRawInput: async () => input,
-            path,
-            type: 'mutation',
-            signal: undefined,
-            batchIndex: i,
-          });
-          errors[i] = null;
-          return { result: { data } };
-        } catch (cause) {
-          const error = getTRPCErrorFromUnknown(cause);
-          errors[i] = error;
-          logTrpcFailure(ctx.state.log ?? log, error, ctx.state.requestId, path);
-          return errorItem(error, path, input, context);
+          const operation = mutations.get(path) as AnyOperation;
+          const result = await runOperation(operation, context, () => inputOf(i), request.idempotencyKey);
+          return trpcResult('replay' in result ? replayedOutput(result.replay) : result.output);
+        } catch (thrown) {
+          const outcome = trpcFailure(thrown, path);
+          logTrpcFailure(ctx.state.log ?? log, outcome.error!, ctx.state.requestId, path);
+          return outcome;
         }
       }),
     );
-    answer(ctx, batch, items, errors);
+    answerTrpc(ctx, batch, outcomes);
   };
+}
 
-  /** An input's superjson, revived: a 400 when it cannot be, as tRPC's own handler answers. */
-  function deserialize(input: unknown): unknown {
-    try {
-      return config.transformer.input.deserialize(input);
-    } catch (cause) {
-      const message = cause instanceof Error ? cause.message : 'Invalid input';
-      throw new TRPCError({ code: 'BAD_REQUEST', message, cause });
-    }
+/** The body's JSON, or tRPC's parse error (what its own handler answers to a body it cannot parse). */
+function parseBody(text: string): unknown {
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch (cause) {
+    throw new TRPCError({ code: 'PARSE_ERROR', message: NOT_JSON, cause });
   }
+}
 
-  function errorItem(error: TRPCError, path: string | undefined, input?: unknown, ctx?: Context) {
-    return { error: getTRPCErrorShape({ config, error, type: 'mutation', path, input, ctx }) };
-  }
-
-  function answer(ctx: KoaContext, batch: boolean, items: object[], errors: (TRPCError | null)[]): void {
-    const body = batch ? items : items[0]!;
-    ctx.status = getHTTPStatusCode(body as never, errors as TRPCError[]);
-    ctx.set(errorHeaders(errors));
-    ctx.type = 'application/json';
-    ctx.body = JSON.stringify(transformTRPCResponse(config, body as never));
+/** An input's superjson, revived: a 400 when it cannot be, as tRPC's own handler answers. */
+function deserialize(input: unknown): unknown {
+  try {
+    return transformer.deserialize(input as never);
+  } catch (cause) {
+    throw new RequestError('bad_request', cause instanceof Error ? cause.message : 'Invalid input', {
+      cause,
+    });
   }
 }
 
@@ -156,7 +113,7 @@ export function trpcAdapter(router: AppRouter, createContext: CreateContext, log
  * ones (naming their combinations let 765 requests grow /metrics by 12,256 lines), `/trpc` when any
  * is unknown. One label per request, as for REST: the status counted is the request's.
  */
-function routeOf(paths: readonly string[], known: ReadonlyMap<string, boolean>): string {
+function routeOf(paths: readonly string[], known: ReadonlyMap<string, unknown>): string {
   if (paths.length === 0 || !paths.every((path) => known.has(path))) return '/trpc';
   return paths.length === 1 ? `/trpc/${paths[0]}` : '/trpc (batch)';
 }
@@ -169,34 +126,21 @@ function safeDecode(text: string): string | undefined {
   }
 }
 
-/**
- * The headers REST would send with these errors, over /trpc too: RFC 6750's challenge with a 401,
- * `Retry-After` with a busy 503.
- */
-function errorHeaders(errors: readonly (TRPCError | null | undefined)[]): Record<string, string> {
-  return Object.assign({}, ...errors.map((error) => (error ? describeTrpcError(error).headers : undefined)));
-}
-
-/** Logs a failed call as REST logs a failed request: the `ApiError` behind it, or any 5xx. */
+/** Logs a failed call as REST logs a failed request: the `RequestError` behind it, or any 5xx. */
 function logTrpcFailure(log: Logger, error: TRPCError, reqId: unknown, path: string | undefined): void {
-  if (error.cause instanceof ApiError) logFailure(log, error.cause, reqId, path);
+  if (error.cause instanceof RequestError) logFailure(log, error.cause, reqId, path);
   else if (describeTrpcError(error).status >= 500) logFailure(log, error.cause ?? error, reqId, path);
 }
 
-async function viaTrpcHandler(
-  ctx: KoaContext,
-  router: AppRouter,
-  createContext: () => Context,
-  log: Logger,
-): Promise<void> {
+async function viaTrpcHandler(ctx: KoaContext, createContext: () => Context, log: Logger): Promise<void> {
   // Koa presets 404 and tRPC only overwrites non-200 statuses: hand it the raw response.
   ctx.respond = false;
   ctx.res.statusCode = 200;
   await nodeHTTPRequestHandler({
-    router,
+    router: appRouter,
     req: ctx.req,
     res: ctx.res,
-    path: ctx.path.slice(PREFIX.length),
+    path: ctx.path.slice(TRPC_PREFIX.length),
     maxBodySize: BODY_LIMIT_BYTES,
     createContext,
     responseMeta: ({ errors }) => ({ headers: errorHeaders(errors) }),

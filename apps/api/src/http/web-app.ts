@@ -4,7 +4,7 @@ import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { Middleware } from 'koa';
-import { ApiError, methodNotAllowed } from '../errors.ts';
+import { RequestError, methodNotAllowed } from '../errors.ts';
 
 /**
  * Where the plant console's built files are: `app/` beside the api's bundle (`dist/app`), where
@@ -93,9 +93,9 @@ export function webAppMiddleware(dir: string = WEB_APP_DIR): Middleware {
     ctx.state.route = name === 'index.html' ? '/app/' : '/app/{file}';
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
     const names = await list().catch(() => {
-      throw new ApiError('not_found', 'The console is not built into this server: run `pnpm build`.');
+      throw new RequestError('not_found', 'The console is not built into this server: run `pnpm build`.');
     });
-    if (!names.has(name)) throw new ApiError('not_found', 'The console has no file at this path.');
+    if (!names.has(name)) throw new RequestError('not_found', 'The console has no file at this path.');
     const file = await load(name);
 
     ctx.set('Content-Security-Policy', WEB_APP_CSP);

@@ -8,8 +8,8 @@ import {
   withTag,
 } from '@plant-store/schema';
 import { z } from 'zod';
-import { ApiError } from '../errors.ts';
-import { admitHeavyRead, checkShare } from '../heavy-reads.ts';
+import { RequestError } from '../errors.ts';
+import { checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
 import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
@@ -28,7 +28,7 @@ const KEYED = {
 } as const;
 
 function noSuchPlant(id: bigint): never {
-  throw new ApiError('not_found', `There is no plant with id ${id}.`);
+  throw new RequestError('not_found', `There is no plant with id ${id}.`);
 }
 
 /** Statuses every bearer-protected operation can answer besides its own. */
@@ -73,7 +73,7 @@ export const createPlant = defineOperation({
     const created = await storeCall(() =>
       store.create(plant, webhooks.deliveriesFor(plant, payload), keyedAnswer(ctx, 200, answer), payload),
     );
-    if (!created) throw new ApiError('conflict', `A plant with id ${plant.id} already exists.`);
+    if (!created) throw new RequestError('conflict', `A plant with id ${plant.id} already exists.`);
     return answer;
   },
 });
@@ -104,8 +104,11 @@ export const listPlants = defineOperation({
   },
   input: ListPlantsQuerySchema,
   output: z.array(PlantWithIdSchema),
-  async run({ store, request }, { limit, after }): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
-    const maxBytes = admitHeavyRead(request);
+  async run(
+    { store, request, heavyReads },
+    { limit, after },
+  ): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
+    const maxBytes = heavyReads.admit(request);
     const { plants, more } = await storeCall(() => store.list({ limit, after, maxBytes }));
     checkShare(request, plants, maxBytes);
     return { plants, next: more ? plants[plants.length - 1]!.id : null };

@@ -14,7 +14,7 @@ import {
   type WebhookEndpoint,
 } from '@plant-store/schema';
 import { z } from 'zod';
-import { ApiError } from '../errors.ts';
+import { RequestError } from '../errors.ts';
 import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from '../operation.ts';
 import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
@@ -51,7 +51,7 @@ const PENDING_FULL = {
 const PENDING_RETRY_AFTER_SECONDS = 60;
 
 function pendingFull(id: string, max: number): never {
-  throw new ApiError(
+  throw new RequestError(
     'rate_limited',
     `Webhook endpoint ${id} has ${max} pending deliveries, the most allowed; retry once some are delivered or have failed.`,
     { headers: { 'Retry-After': String(PENDING_RETRY_AFTER_SECONDS) } },
@@ -59,14 +59,14 @@ function pendingFull(id: string, max: number): never {
 }
 
 function noSuchEndpoint(id: string): never {
-  throw new ApiError('not_found', `There is no webhook endpoint with id ${id}.`);
+  throw new RequestError('not_found', `There is no webhook endpoint with id ${id}.`);
 }
 
 /** The endpoint settings with a secrets key, or a 503 naming the missing setting. */
 function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox } {
   const settings = ctx.endpoints;
   if (settings?.box === undefined) {
-    throw new ApiError(
+    throw new RequestError(
       'unavailable',
       'Webhook endpoints are unavailable: the operator has not set WEBHOOK_SECRETS_KEY, which protects their secrets.',
     );
@@ -85,7 +85,7 @@ async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEnd
 async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
   const endpoint = await ownEndpoint(ctx, id);
   if (endpoint.disabled !== null) {
-    throw new ApiError(
+    throw new RequestError(
       'conflict',
       `Webhook endpoint ${id} is disabled (${endpoint.disabled.reason}): it gets no deliveries.`,
     );
@@ -123,23 +123,23 @@ function presentDelivery(delivery: EndpointDelivery): WebhookDelivery {
 }
 
 function tooManyEndpoints(perToken: number): never {
-  throw new ApiError(
+  throw new RequestError(
     'conflict',
     `This token already has ${perToken} webhook endpoints, the most allowed; delete one first.`,
   );
 }
 
 /** 429 when the token's own lookups fill its slots, 503 when the instance's are all taken. */
-function lookupsBusy(error: LookupsBusyError, timeoutMs: number): ApiError {
+function lookupsBusy(error: LookupsBusyError, timeoutMs: number): RequestError {
   // A slot frees at the latest when a lookup in flight hits its time bound.
   const headers = { 'Retry-After': String(Math.ceil(timeoutMs / 1000)) };
   return error.scope === 'token'
-    ? new ApiError(
+    ? new RequestError(
         'rate_limited',
         'This token has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY_PER_TOKEN); retry later.',
         { headers },
       )
-    : new ApiError(
+    : new RequestError(
         'busy',
         'This instance has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY); retry later.',
         { headers },
@@ -177,7 +177,7 @@ export const createWebhookEndpoint = defineOperation({
   async run(ctx, { url, description }): Promise<CreatedWebhookEndpoint> {
     // An endpoint receives every new plant: what only a token that may read plants may see.
     if (!ctx.principal.scopes.includes('read')) {
-      throw new ApiError('forbidden', 'This token lacks the read scope this operation needs.');
+      throw new RequestError('forbidden', 'This token lacks the read scope this operation needs.');
     }
     const { box, policy, perToken, resolver, dnsTimeoutMs } = settingsOf(ctx);
     const owner = ctx.principal.tokenName;
@@ -188,7 +188,7 @@ export const createWebhookEndpoint = defineOperation({
       if (owned.length >= perToken) tooManyEndpoints(perToken);
       await checkEndpointUrl(url, policy, resolver.forRegistration(owner), dnsTimeoutMs);
     } catch (error) {
-      if (error instanceof UnsafeUrlError) throw new ApiError('bad_request', error.message);
+      if (error instanceof UnsafeUrlError) throw new RequestError('bad_request', error.message);
       if (error instanceof LookupsBusyError) throw lookupsBusy(error, dnsTimeoutMs);
       throw error;
     }
@@ -334,7 +334,7 @@ export const listWebhookDeliveries = defineOperation({
       ctx.store.deliveries.listForEndpoint({ endpointId: id, limit, before }),
     );
     if (page === undefined) {
-      throw new ApiError(
+      throw new RequestError(
         'bad_request',
         `Invalid request parameters: before must be a delivery of endpoint ${id}.`,
       );
@@ -382,7 +382,7 @@ export const redeliverWebhook = defineOperation({
       ctx.store.deliveries.redeliver({ id: deliveryId, endpointId: id, maxPending: pendingPerEndpoint }),
     );
     if (delivery === undefined) {
-      throw new ApiError('not_found', `Webhook endpoint ${id} has no delivery with id ${deliveryId}.`);
+      throw new RequestError('not_found', `Webhook endpoint ${id} has no delivery with id ${deliveryId}.`);
     }
     if (delivery === 'full') pendingFull(id, pendingPerEndpoint);
     return presentDelivery(delivery);

@@ -1,10 +1,9 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { savedPrivately } from '../saved-secret.ts';
+import { isSecretsKey, SECRETS_KEY_BYTES } from '../secrets-key.ts';
 
 /** Standard Webhooks secrets this service generates: `whsec_` and base64 of this many random bytes. */
 const SECRET_BYTES = 24;
-/** Bytes of a secrets key (AES-256). */
-export const SECRETS_KEY_BYTES = 32;
 /** What a sealed secret starts with: the format's version, so another can follow. */
 const SEALED_PREFIX = 'v1.';
 const IV_BYTES = 12;
@@ -48,11 +47,6 @@ export function secretBox(key: Buffer): SecretBox {
       ]).toString('utf8');
     },
   };
-}
-
-/** Whether `text` is a secrets key: base64 of exactly 32 bytes. */
-export function isSecretsKey(text: string): boolean {
-  return /^[A-Za-z0-9+/]+={0,2}$/.test(text) && Buffer.from(text, 'base64').length === SECRETS_KEY_BYTES;
 }
 
 /**

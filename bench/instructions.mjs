@@ -1,0 +1,180 @@
+// Instructions per request of one scenario, counted by valgrind's callgrind: repeatable to about
+// 5% between runs (2,000 requests) on a machine too loaded for req/s or CPU time to mean much.
+// For comparing two builds of the api (a dependency patched or not, a code path or another), in
+// alternation and several runs each; not for absolute speed (one request at a time, no batching).
+//
+//   node bench/instructions.mjs <rest|trpc|trpc-batch|get> [requests] [warm-up requests]
+//
+// Starts the built api (BENCH_API_MAIN, default apps/api/dist/main.js) under callgrind with
+// instrumentation off, sends the warm-up requests (and, for `get`, creates the plants it reads),
+// switches instrumentation on, sends the measured requests (one at a time, kept-alive), dumps and
+// prints the instructions per request (user space only: the kernel's share is not counted).
+
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { API_MAIN } from './lib/system.mjs';
+import { buildRequest, createsPerRequest, restBody } from './lib/workload.mjs';
+
+const [scenario = 'rest', requestsArg = '5000', warmupArg = '3000'] = process.argv.slice(2);
+const requests = Number(requestsArg);
+const warmup = Number(warmupArg);
+/** Requests in flight at once (BENCH_INSTRUCTIONS_CONNECTIONS): 1 keeps the count repeatable. */
+const CONCURRENCY = Number(process.env.BENCH_INSTRUCTIONS_CONNECTIONS ?? 1);
+const BATCH = 10;
+const TOKEN = 'instructions-bench-token';
+const main = resolve(process.env.BENCH_API_MAIN ?? API_MAIN);
+
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'));
+const port = 20_000 + Math.floor(Math.random() * 20_000);
+const out = join(dir, 'callgrind.out');
+const server = spawn(
+  'valgrind',
+  [
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    // V8 writes and rewrites its machine code: callgrind must see every change.
+    '--smc-check=all',
+    `--callgrind-out-file=${out}`,
+    process.execPath,
+    // V8 compiles and collects on the main thread, and collects on a schedule of its own work,
+    // not of time: otherwise how much of that falls inside the measured requests depends on how
+    // busy the machine is.
+    '--single-threaded',
+    '--predictable-gc-schedule',
+    '--max-old-space-size=256',
+    main,
+  ],
+  {
+    cwd: dir,
+    stdio: ['ignore', openSync(join(dir, 'api.log'), 'a'), 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      USER: 'bench',
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: `file:${join(dir, 'plants.db')}`,
+      API_TOKENS: TOKEN,
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_MAX: '1000000000',
+      // Work done per unit of time, not per request (polls, reloads), would count more the slower
+      // the machine runs the server: as rare as the configuration allows.
+      WEBHOOK_POLL_INTERVAL_MS: '600000',
+      EVENTS_POLL_MS: '60000',
+      TOKEN_REFRESH_MS: '3600000',
+    },
+  },
+);
+let stderr = '';
+server.stderr.on('data', (chunk) => {
+  stderr += chunk;
+});
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+let counter = 0;
+
+function send({ method, path, body }) {
+  return new Promise((resolve, reject) => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(body);
+    }
+    const request = http.request({ host: '127.0.0.1', port, method, path, headers, agent }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => {
+        text += chunk;
+      });
+      response.on('end', () =>
+        response.statusCode === 200 ? resolve(text) : reject(new Error(`${response.statusCode} ${text}`)),
+      );
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/** The next request of the scenario, with fresh ids (or, for `get`, one of the plants created first). */
+function next() {
+  if (scenario === 'get') return buildRequest('get', [String((counter++ % 1000) + 1)]);
+  const ids = Array.from({ length: createsPerRequest(scenario, BATCH) }, () => String(++counter + 1000));
+  return buildRequest(scenario, ids);
+}
+
+async function run(count, request = next) {
+  let left = count;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (left-- > 0) await send(request());
+    }),
+  );
+}
+
+async function ready() {
+  for (let i = 0; i < 600; i++) {
+    try {
+      await send({ method: 'GET', path: '/healthz' });
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+  throw new Error(`the api did not answer: ${stderr.slice(-2000)}`);
+}
+
+function callgrindControl(...args) {
+  // vgdb finds the process by a file named after USER and HOST: the same as the server's.
+  const env = { PATH: process.env.PATH, USER: 'bench', HOST: '127.0.0.1' };
+  const result = spawnSync('callgrind_control', [...args, String(server.pid)], { encoding: 'utf8', env });
+  if (result.status !== 0 || !result.stdout.includes('OK')) {
+    throw new Error(`callgrind_control ${args.join(' ')}: ${result.stdout}${result.stderr}`);
+  }
+}
+
+/** The dump's text, once written (callgrind writes it when the process next runs). */
+async function dumped() {
+  for (let i = 0; i < 100; i++) {
+    const dump = readdirSync(dir).find((name) => name.startsWith('callgrind.out.'));
+    if (dump !== undefined) {
+      const text = readFileSync(join(dir, dump), 'utf8');
+      if (/^totals: /m.test(text)) return text;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error('callgrind wrote no dump');
+}
+
+try {
+  await ready();
+  if (scenario === 'get') {
+    let id = 0;
+    await run(1000, () => ({ method: 'POST', path: '/plants', body: restBody(++id) }));
+  }
+  await run(warmup);
+  callgrindControl('-i', 'on');
+  await run(requests);
+  callgrindControl('-d');
+  const text = await dumped();
+  const total = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1]);
+  console.log(
+    JSON.stringify({
+      scenario,
+      main,
+      requests,
+      warmup,
+      instructionsPerRequest: Math.round(total / requests),
+    }),
+  );
+} finally {
+  agent.destroy();
+  server.kill('SIGKILL');
+  await new Promise((resolve) => server.once('close', resolve));
+  // vgdb's pipes of a killed process stay behind.
+  for (const name of readdirSync(tmpdir())) {
+    if (name.startsWith('vgdb-') && name.includes(`-${server.pid}-by-bench-`)) rmSync(join(tmpdir(), name));
+  }
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,123 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AppRouter } from '@plant-store/api';
+import { apiProcessPerFile } from '@plant-store/api/testing';
+import type { NewPlant } from '@plant-store/schema';
+import { createTRPCClient, httpBatchLink } from '@trpc/client';
+import superjson from 'superjson';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createBackoff } from '../src/backoff.ts';
+import { createTrpcClient, type PlantStoreError } from '../src/index.ts';
+import { plantsCreateBatch } from '../src/trpc-batch.ts';
+
+/**
+ * `plantsCreateBatch` (the bulk import's sender) writes and reads tRPC's batch wire format itself,
+ * because @trpc/client costs about 16 times its CPU per plant (see docs/architecture.md). These
+ * tests hold it to what @trpc/client does, so a tRPC upgrade that changes the format fails here
+ * first, with a message saying so.
+ */
+const TOKEN = 'wire-test-token-0123456789';
+const PLANTS: NewPlant[] = [
+  { id: 1n, name: 'Fern' },
+  { id: -(2n ** 63n), name: 'Moss', tag: 'wet' },
+  { id: 2n ** 63n - 1n, name: 'Ivy' },
+];
+
+const closers: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const close of closers) await close();
+});
+
+describe('the tRPC batch wire format of plantsCreateBatch', () => {
+  it('sends exactly what httpBatchLink sends for the same creates', async () => {
+    const seen: { method?: string; url?: string; type?: string; body: string }[] = [];
+    const server = createServer(async (req: IncomingMessage, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      seen.push({ method: req.method, url: req.url, type: req.headers['content-type'], body });
+      const calls = decodeURIComponent(new URL(req.url!, 'http://x').pathname).split(',').length;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(Array.from({ length: calls }, () => ({ result: { data: { json: null } } }))));
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    closers.push(() => new Promise((resolve) => server.close(resolve)));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const trpc = createTRPCClient<AppRouter>({
+      links: [httpBatchLink({ url: `${url}/trpc`, transformer: superjson, headers: { authorization: 'x' } })],
+    });
+    await Promise.all(PLANTS.map((plant) => trpc.plants.create.mutate(plant)));
+    const create = plantsCreateBatch({
+      baseUrl: url,
+      token: TOKEN,
+      backoff: createBackoff(),
+      timeoutMs: 5_000,
+    });
+    closers.push(async () => create.close());
+    await create(PLANTS);
+
+    expect(seen).toHaveLength(2);
+    expect(
+      seen[1],
+      'plantsCreateBatch no longer sends what httpBatchLink sends: follow @trpc/client',
+    ).toEqual(seen[0]);
+  });
+
+  describe('against the api', () => {
+    const api = apiProcessPerFile({
+      token: TOKEN,
+      env: { RATE_LIMIT_MAX: '12', RATE_LIMIT_WINDOW_SECONDS: '60' },
+    });
+
+    /** What each call was told: created, or the status and server message of its PlantStoreError. */
+    const told = (results: PromiseSettledResult<unknown>[]) =>
+      results.map((result) =>
+        result.status === 'fulfilled'
+          ? 'created'
+          : {
+              status: (result.reason as PlantStoreError).status,
+              message: (result.reason as PlantStoreError).serverMessage,
+            },
+      );
+
+    it('reads every call’s result and error, and a whole refusal, as the tRPC client does', async () => {
+      const ours = plantsCreateBatch({
+        baseUrl: api.url,
+        token: TOKEN,
+        backoff: createBackoff({ attempts: 1 }),
+        timeoutMs: 5_000,
+      });
+      closers.push(async () => ours.close());
+      const client = createTrpcClient({ baseUrl: api.url, token: TOKEN, retry: { attempts: 1 } });
+      const viaClient = (plants: NewPlant[]) =>
+        Promise.allSettled(plants.map((plant) => client.plants.create.mutate(plant)));
+      const mixed = (first: bigint): NewPlant[] => [
+        { id: first, name: 'Fern' },
+        { id: 1n, name: 'Duplicate' },
+        { id: first + 1n, name: 'x'.repeat(201) },
+      ];
+      await viaClient([{ id: 1n, name: 'Fern' }]);
+
+      const expected = [
+        'created',
+        { status: 409, message: 'A plant with id 1 already exists.' },
+        { status: 400, message: 'Invalid request body: name must be at most 200 characters.' },
+      ];
+      const wire = 'plantsCreateBatch no longer reads tRPC answers as @trpc/client does';
+      expect(told(await viaClient(mixed(10n)))).toEqual(expected);
+      expect(told(await ours(mixed(20n))), wire).toEqual(expected);
+
+      // 7 points spent: a batch of 6 is refused whole, in tRPC's shape, with the rate limit's message.
+      const six = Array.from({ length: 6 }, (_, i) => ({ id: 100n + BigInt(i), name: 'Fern' }));
+      const refused = told(await ours(six));
+      expect(refused, wire).toEqual(
+        six.map(() => ({
+          status: 429,
+          message: expect.stringMatching(/^Too many requests: the limit is 12 per 60 s/),
+        })),
+      );
+      expect(told(await viaClient(six.slice(0, 2)))).toEqual(refused.slice(0, 2));
+    });
+  });
+});
