@@ -1,9 +1,10 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Params, Result, Statement } from '../sql.ts';
+import { Database } from './driver.ts';
 
-export type Connection = Database.Database;
+export type Connection = BetterSqlite3.Database;
 
 /**
  * Opens the SQLite file at `path` in WAL mode, its files made private to the service's user first:
@@ -33,7 +34,7 @@ export function openDatabase(path: string, synchronous: 'NORMAL' | 'FULL'): Conn
  * milliseconds since the epoch (by default, the time of the call).
  */
 export function executor(db: Connection) {
-  const prepared = new Map<Statement, Database.Statement>();
+  const prepared = new Map<Statement, BetterSqlite3.Statement>();
   return <R = unknown>(statement: Statement, params: Params = {}, now?: number): Result<R> => {
     const { text, names } = statement.sqlite;
     const prepare = prepared.get(statement) ?? prepared.set(statement, db.prepare(text)).get(statement)!;
