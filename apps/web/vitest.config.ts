@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
+import { testProjects } from '../../vitest.projects.ts';
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'scripts/**/*.test.ts', 'test/**/*.test.ts'],
+    projects: testProjects(import.meta.url),
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

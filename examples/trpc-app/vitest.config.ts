@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
+import { testProjects } from '../../vitest.projects.ts';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    projects: testProjects(import.meta.url),
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

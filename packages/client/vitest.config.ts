@@ -1,11 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { testProjects } from '../../vitest.projects.ts';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/build.ts'],
-    // One file at a time: each starts its own api, and pack.test rebuilds dist/ (prepack) that
-    // cli.test runs.
+    // The built tests run the built CLI and package: build them first when stale.
+    projects: testProjects(import.meta.url, { built: { globalSetup: ['test/support/build.ts'] } }),
+    // One file at a time: each built test starts its own api, and pack.test rebuilds dist/
+    // (prepack) that cli.test runs.
     fileParallelism: false,
     testTimeout: 30_000,
     hookTimeout: 30_000,

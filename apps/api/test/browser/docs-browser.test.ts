@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -16,7 +16,7 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 const TOKEN = 'docs-browser-token';
-const RESULTS = new URL('../test-results/', import.meta.url).pathname;
+const RESULTS = new URL('../../test-results/', import.meta.url).pathname;
 
 type Document = {
   paths: Record<string, Record<string, { operationId: string; tags?: string[] }>>;

@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, START_NODE_ARGS, startApiProcess } from './support/api-process.ts';
-import { JSON_HEADERS, TOKEN } from './support/http.ts';
-import { type SeedPlant, type TestStoreInstance, testStores } from './support/stores.ts';
+import { type ApiProcess, START_NODE_ARGS, startApiProcess } from '../support/api-process.ts';
+import { JSON_HEADERS, TOKEN } from '../support/http.ts';
+import { type SeedPlant, type TestStoreInstance, testStores } from '../support/stores.ts';
 
 /**
  * Issue 11's attacks on the built service, as `pnpm start` runs it: 1,000 plants of 60,000
@@ -70,7 +70,7 @@ describe.each(testStores())('abuse of the built service on $name', (testStore) =
 
   beforeAll(async () => {
     // The attack runs against the same flags users run.
-    const start = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start;
+    const start = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).scripts.start;
     for (const flag of START_NODE_ARGS) expect(start).toContain(flag);
     store = await testStore.setup();
     api = await startApiProcess({
@@ -174,7 +174,7 @@ describe.each(testStores())('abuse of the built service on $name', (testStore) =
 
 /** Runs test/support/attacker.mjs in a process of its own; resolves with its answer counts. */
 function runAttacker(plan: object): Promise<Record<string, number>> {
-  const script = new URL('./support/attacker.mjs', import.meta.url).pathname;
+  const script = new URL('../support/attacker.mjs', import.meta.url).pathname;
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [script, JSON.stringify(plan)], { maxBuffer: 1 << 20 }, (error, stdout) =>
       error ? reject(error) : resolve(JSON.parse(stdout)),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
-const DIST = new URL('../dist/', import.meta.url).pathname;
+const DIST = new URL('../../dist/', import.meta.url).pathname;
 
 /** Every module a file of the bundle imports at run time: `import("./chunks/…")`. */
 function lazyImports(): string[] {

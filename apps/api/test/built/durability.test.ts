@@ -1,9 +1,9 @@
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite/driver.ts';
 import { describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../src/store/sqlite.ts';
-import { startApiProcess } from './support/api-process.ts';
-import { postPlant } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { openSqliteStore } from '../../src/store/sqlite.ts';
+import { startApiProcess } from '../support/api-process.ts';
+import { postPlant } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 describe('the SQLite store', () => {
   it('answers a create only once another connection can read the committed row', async () => {

@@ -1,15 +1,15 @@
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
-import { openSse, type SseStream } from './support/sse.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN } from '../support/http.ts';
+import { openSse, type SseStream } from '../support/sse.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   type TestStoreInstance,
   testStores,
-} from './support/stores.ts';
+} from '../support/stores.ts';
 
 const BIG = 2n ** 53n + 1n;
 type Event = {

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseJson } from '@plant-store/schema';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { type DiskFault, diskFaultEnv } from './support/fault-injection.ts';
-import { errorBody, JSON_HEADERS, postPlant, send } from './support/http.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { type DiskFault, diskFaultEnv } from '../support/fault-injection.ts';
+import { errorBody, JSON_HEADERS, postPlant, send } from '../support/http.ts';
 
 const UNAVAILABLE = errorBody(503, 'The store is unavailable; retry the request later.');
 

@@ -2,8 +2,8 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { postPlant, send } from './support/http.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { postPlant, send } from '../support/http.ts';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 

@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restRoutes } from '../src/http/rest.ts';
-import { type ApiProcess, runApiCommand, startApiProcess } from './support/api-process.ts';
-import { reportAttempt } from './support/hostile-report.ts';
-import { JSON_HEADERS, send, TOKEN } from './support/http.ts';
-import { oddTrpcPaths, sampleLines } from './support/odd-trpc.ts';
-import { openSse, type SseStream } from './support/sse.ts';
-import { sqliteTestStore, type TestStore, type TestStoreInstance, testStores } from './support/stores.ts';
+import { restRoutes } from '../../src/http/rest.ts';
+import { type ApiProcess, runApiCommand, startApiProcess } from '../support/api-process.ts';
+import { reportAttempt } from '../support/hostile-report.ts';
+import { JSON_HEADERS, send, TOKEN } from '../support/http.ts';
+import { oddTrpcPaths, sampleLines } from '../support/odd-trpc.ts';
+import { openSse, type SseStream } from '../support/sse.ts';
+import { sqliteTestStore, type TestStore, type TestStoreInstance, testStores } from '../support/stores.ts';
 
 /**
  * The hostile-client suite (issue 22): clients without a token, or with only the `read` scope, try

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { type FakeDns, startFakeDns, systemResolverEnv } from './support/fake-dns.ts';
-import { reportAttempt } from './support/hostile-report.ts';
-import { send } from './support/http.ts';
-import { logLines, waitForLogs } from './support/logs.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
-import { FAST } from './support/webhook-fixtures.ts';
-import { newWebhookSecret, type Receiver, startReceiver } from './support/webhook-receiver.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { type FakeDns, startFakeDns, systemResolverEnv } from '../support/fake-dns.ts';
+import { reportAttempt } from '../support/hostile-report.ts';
+import { send } from '../support/http.ts';
+import { logLines, waitForLogs } from '../support/logs.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
+import { FAST } from '../support/webhook-fixtures.ts';
+import { newWebhookSecret, type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * Hostile clients against the webhook bounds, on the built service (`dist/main.js`): a token with

@@ -1,16 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite/driver.ts';
 import { describe, expect, it } from 'vitest';
-import { configuredTokenName } from '../src/auth.ts';
-import { loadConfig } from '../src/config.ts';
-import { fingerprintOf } from '../src/idempotency.ts';
-import { createPlant } from '../src/operations/plants.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { KeyClaimLostError } from '../src/store/store.ts';
-import { apiOnStore } from './support/api-on-store.ts';
-import { startApiProcess } from './support/api-process.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { type Answer, errorBody, JSON_HEADERS, send, TOKEN } from './support/http.ts';
+import { configuredTokenName } from '../../src/auth.ts';
+import { loadConfig } from '../../src/config.ts';
+import { fingerprintOf } from '../../src/idempotency.ts';
+import { createPlant } from '../../src/operations/plants.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { KeyClaimLostError } from '../../src/store/store.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { startApiProcess } from '../support/api-process.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { type Answer, errorBody, JSON_HEADERS, send, TOKEN } from '../support/http.ts';
 import {
   postgresAvailable,
   postgresTestStore,
@@ -18,7 +18,7 @@ import {
   type TestStoreInstance,
   testStores,
   withPostgresClient,
-} from './support/stores.ts';
+} from '../support/stores.ts';
 
 const OTHER_TOKEN = 'plant-store-other-token';
 /** Both tokens, so that a key's scope can be seen; the first is `TOKEN`. */

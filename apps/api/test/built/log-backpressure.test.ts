@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LOG_BUFFER_BYTES } from '../src/log.ts';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { LOG_BUFFER_BYTES } from '../../src/log.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
 
 const TOKEN = 'plant-store-test-token';
 // Each request's access log line carries its path: about 4 KB a line.

@@ -1,17 +1,17 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite/driver.ts';
 import { describe, expect, it } from 'vitest';
-import type { StoreConfig } from '../src/config.ts';
-import { migrations } from '../src/store/migrations.ts';
-import { migrateStore, openStore } from '../src/store/open-store.ts';
-import type { PlantStore } from '../src/store/store.ts';
+import type { StoreConfig } from '../../src/config.ts';
+import { migrations } from '../../src/store/migrations.ts';
+import { migrateStore, openStore } from '../../src/store/open-store.ts';
+import type { PlantStore } from '../../src/store/store.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   sqliteTestStore,
   withPostgresClient,
-} from './support/stores.ts';
+} from '../support/stores.ts';
 
 /** What a store's schema is, read from the database's catalog: tables, columns, indexes, constraints. */
 function sqliteSchema(path: string): Promise<string[]> {
@@ -26,7 +26,7 @@ function sqliteSchema(path: string): Promise<string[]> {
   );
 }
 
-async function readSqlite<T>(path: string, read: (db: Database.Database) => T): Promise<T> {
+async function readSqlite<T>(path: string, read: (db: InstanceType<typeof Database>) => T): Promise<T> {
   const db = new Database(path, { readonly: true });
   try {
     return read(db);
@@ -55,7 +55,7 @@ async function postgresSchema(url: string): Promise<string[]> {
   });
 }
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const VERSIONS = migrations.map(({ version }) => version);
 const LATEST = VERSIONS.at(-1)!;
 /** The versions after `version`, oldest first. */

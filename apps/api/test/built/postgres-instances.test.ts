@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { migratePostgres } from '../src/store/postgres.ts';
-import { migrations } from '../src/store/migrations.ts';
-import { type ApiProcess, runApiCommand, startApiProcess } from './support/api-process.ts';
-import { errorBody, postPlant } from './support/http.ts';
+import { migratePostgres } from '../../src/store/postgres.ts';
+import { migrations } from '../../src/store/migrations.ts';
+import { type ApiProcess, runApiCommand, startApiProcess } from '../support/api-process.ts';
+import { errorBody, postPlant } from '../support/http.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   type TestStoreInstance,
   withPostgresClient,
-} from './support/stores.ts';
+} from '../support/stores.ts';
 
 const INSTANCES = 3;
 const MIGRATIONS = migrations.map(({ version, name }) => ({ version, name }));

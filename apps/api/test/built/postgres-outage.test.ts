@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openPostgresStore } from '../src/store/postgres.ts';
-import { StoreUnavailableError } from '../src/store/store.ts';
-import { startApiProcess } from './support/api-process.ts';
-import { errorBody, postPlant, send } from './support/http.ts';
-import { postgresAvailable, postgresTestStore, type TestStoreInstance } from './support/stores.ts';
-import { type Mode, type Proxy as TcpProxy, startProxy } from './support/tcp-proxy.ts';
+import { openPostgresStore } from '../../src/store/postgres.ts';
+import { StoreUnavailableError } from '../../src/store/store.ts';
+import { startApiProcess } from '../support/api-process.ts';
+import { errorBody, postPlant, send } from '../support/http.ts';
+import { postgresAvailable, postgresTestStore, type TestStoreInstance } from '../support/stores.ts';
+import { type Mode, type Proxy as TcpProxy, startProxy } from '../support/tcp-proxy.ts';
 
 /** The api under test is configured with this bound on every store call. */
 const TIMEOUT_MS = 1_000;

@@ -2,11 +2,11 @@ import { createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { send, TOKEN, TOKEN_NAME } from './support/http.ts';
-import { redisAvailable, redisUrl } from './support/redis.ts';
-import { startProxy } from './support/tcp-proxy.ts';
-import { freePort } from './support/webhook-receiver.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { send, TOKEN, TOKEN_NAME } from '../support/http.ts';
+import { redisAvailable, redisUrl } from '../support/redis.ts';
+import { startProxy } from '../support/tcp-proxy.ts';
+import { freePort } from '../support/webhook-receiver.ts';
 
 /** REDIS_TIMEOUT_MS's default: the most a request waits on Redis. */
 const REDIS_TIMEOUT_MS = 250;

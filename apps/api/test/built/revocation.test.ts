@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
-import { configuredTokenName, newTokenSecret, tokenDigest } from '../src/auth.ts';
-import { secretBox } from '../src/webhooks/secrets.ts';
-import { type ApiProcess, runApiCommand, startApiProcess } from './support/api-process.ts';
-import { errorBody, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
-import { openSse } from './support/sse.ts';
-import { type TestStoreInstance, testStores, withPostgresClient } from './support/stores.ts';
-import { freePort, type Receiver, startReceiver } from './support/webhook-receiver.ts';
+import { Database } from '../../src/store/sqlite/driver.ts';
+import { configuredTokenName, newTokenSecret, tokenDigest } from '../../src/auth.ts';
+import { secretBox } from '../../src/webhooks/secrets.ts';
+import { type ApiProcess, runApiCommand, startApiProcess } from '../support/api-process.ts';
+import { errorBody, postPlant, send, TOKEN, TOKEN_NAME } from '../support/http.ts';
+import { openSse } from '../support/sse.ts';
+import { type TestStoreInstance, testStores, withPostgresClient } from '../support/stores.ts';
+import { freePort, type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * Issue 22, rows 1-3 and the `webhooks`-without-`read` question, on the built service (what

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { startApiProcess } from './support/api-process.ts';
-import { postPlant } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { startApiProcess } from '../support/api-process.ts';
+import { postPlant } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 describe.each(testStores())('SIGTERM under load on $name', (testStore) => {
   it('stops accepting, finishes in-flight requests, closes the store and exits 0; every 200 is stored', async () => {

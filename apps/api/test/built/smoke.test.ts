@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
 
 let api: ApiProcess;
 beforeAll(async () => {

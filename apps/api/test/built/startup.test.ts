@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { TOKEN } from './support/http.ts';
+import { TOKEN } from '../support/http.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
 async function start(env: Record<string, string>) {
   try {

@@ -1,18 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTokenSecret, tokenDigest } from '../src/auth.ts';
-import { loadConfig } from '../src/config.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { runApiCommand, startApiProcess } from './support/api-process.ts';
-import { errorBody, send, TOKEN, TOKEN_NAME } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
+import { newTokenSecret, tokenDigest } from '../../src/auth.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { runApiCommand, startApiProcess } from '../support/api-process.ts';
+import { errorBody, send, TOKEN, TOKEN_NAME } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   type TestStoreInstance,
   testStores,
-} from './support/stores.ts';
-import { startProxy } from './support/tcp-proxy.ts';
+} from '../support/stores.ts';
+import { startProxy } from '../support/tcp-proxy.ts';
 
 const REFRESH_MS = 200;
 /** Issued tokens are refused after this long without a successful reload (3 missed reloads). */

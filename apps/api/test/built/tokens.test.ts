@@ -1,14 +1,14 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite/driver.ts';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { send } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { send } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const REFRESH_MS = 200;
 /** The configured token (API_TOKENS) beside the issued ones. */
 const CONFIG_TOKEN = 'plant-store-config-token';

@@ -8,17 +8,17 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN } from '../support/http.ts';
 import {
   type OtlpReceiver,
   type ReceivedSpan,
   SpanKind,
   startOtlpReceiver,
-} from './support/otlp-receiver.ts';
-import { redisAvailable, redisUrl } from './support/redis.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
-import { newWebhookSecret, type Receiver, startReceiver } from './support/webhook-receiver.ts';
+} from '../support/otlp-receiver.ts';
+import { redisAvailable, redisUrl } from '../support/redis.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
+import { newWebhookSecret, type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const WEBHOOK_SECRET = newWebhookSecret();
 /** What a subscriber URL's path and query may hold (Slack's do): never in a span. */

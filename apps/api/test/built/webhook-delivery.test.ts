@@ -3,12 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseJson } from '@plant-store/schema';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { startApiProcess } from './support/api-process.ts';
-import { postPlant } from './support/http.ts';
-import { logLines, waitForLogs } from './support/logs.ts';
-import { postgresAvailable, postgresTestStore, testStores } from './support/stores.ts';
-import { FAST, listFailed, webhookFixtures } from './support/webhook-fixtures.ts';
-import { freePort, newWebhookSecret, type Received } from './support/webhook-receiver.ts';
+import { startApiProcess } from '../support/api-process.ts';
+import { postPlant } from '../support/http.ts';
+import { logLines, waitForLogs } from '../support/logs.ts';
+import { postgresAvailable, postgresTestStore, testStores } from '../support/stores.ts';
+import { FAST, listFailed, webhookFixtures } from '../support/webhook-fixtures.ts';
+import { freePort, newWebhookSecret, type Received } from '../support/webhook-receiver.ts';
 
 const { defer, setup, startApi, receiver } = webhookFixtures();
 

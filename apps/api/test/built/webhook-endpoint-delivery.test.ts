@@ -4,18 +4,18 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { startApiProcess, runApiCommand } from './support/api-process.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { errorBody, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
-import { logLines, waitForLogs } from './support/logs.ts';
+import { startApiProcess, runApiCommand } from '../support/api-process.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { errorBody, postPlant, send, TOKEN, TOKEN_NAME } from '../support/http.ts';
+import { logLines, waitForLogs } from '../support/logs.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   testStores,
   type TestStoreInstance,
-} from './support/stores.ts';
-import { FAST, webhookFixtures } from './support/webhook-fixtures.ts';
-import { freePort, type Received } from './support/webhook-receiver.ts';
+} from '../support/stores.ts';
+import { FAST, webhookFixtures } from '../support/webhook-fixtures.ts';
+import { freePort, type Received } from '../support/webhook-receiver.ts';
 
 const { defer, setup, startApi, receiver } = webhookFixtures({ SHUTDOWN_GRACE_MS: '500' });
 const SECRETS_KEY = randomBytes(32).toString('base64');

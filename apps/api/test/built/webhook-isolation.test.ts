@@ -4,19 +4,19 @@ import { promisify } from 'node:util';
 import { parseJson } from '@plant-store/schema';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { newPlantWebhook } from '../src/webhooks/event.ts';
-import { startDeliveryWorker } from '../src/webhooks/worker.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { startBlackHole } from './support/black-hole.ts';
-import { postPlant, send, TOKEN } from './support/http.ts';
-import { type LogLine, logLines, waitForLogs } from './support/logs.ts';
-import { testStores } from './support/stores.ts';
-import { FAST, listFailed, webhookFixtures } from './support/webhook-fixtures.ts';
-import { freePort, newWebhookSecret } from './support/webhook-receiver.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { newPlantWebhook } from '../../src/webhooks/event.ts';
+import { startDeliveryWorker } from '../../src/webhooks/worker.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { startBlackHole } from '../support/black-hole.ts';
+import { postPlant, send, TOKEN } from '../support/http.ts';
+import { type LogLine, logLines, waitForLogs } from '../support/logs.ts';
+import { testStores } from '../support/stores.ts';
+import { FAST, listFailed, webhookFixtures } from '../support/webhook-fixtures.ts';
+import { freePort, newWebhookSecret } from '../support/webhook-receiver.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 // Attempts still hanging at the end of a test need not hold its teardown for 10 s.
 const { defer, setup, startApi, receiver } = webhookFixtures({ SHUTDOWN_GRACE_MS: '500' });
 

@@ -2,12 +2,12 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_ANSWER_BYTES, sendDelivery, webhookSigner } from '../src/webhooks/send.ts';
-import { checkEndpointUrl, type Resolve, type UrlPolicy } from '../src/webhooks/ssrf.ts';
-import { startApiProcess } from './support/api-process.ts';
-import { postPlant } from './support/http.ts';
-import { waitForLogs } from './support/logs.ts';
-import { newWebhookSecret, startReceiver } from './support/webhook-receiver.ts';
+import { MAX_ANSWER_BYTES, sendDelivery, webhookSigner } from '../../src/webhooks/send.ts';
+import { checkEndpointUrl, type Resolve, type UrlPolicy } from '../../src/webhooks/ssrf.ts';
+import { startApiProcess } from '../support/api-process.ts';
+import { postPlant } from '../support/http.ts';
+import { waitForLogs } from '../support/logs.ts';
+import { newWebhookSecret, startReceiver } from '../support/webhook-receiver.ts';
 
 const STRICT: UrlPolicy = { allowPrivate: false };
 const PRIVATE_ALLOWED: UrlPolicy = { allowPrivate: true };

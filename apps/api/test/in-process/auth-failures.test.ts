@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { errorBody, send, TOKEN } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { errorBody, send, TOKEN } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 /** AUTH_FAILURE_MAX's default, per RATE_LIMIT_WINDOW_SECONDS (60 s) and client address. */
 const MAX_FAILURES = 30;

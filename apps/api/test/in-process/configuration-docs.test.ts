@@ -4,9 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { EnvSchema } from '../src/config.ts';
+import { EnvSchema } from '../../src/config.ts';
 
-const ROOT = new URL('../../../', import.meta.url);
+const ROOT = new URL('../../../../', import.meta.url);
 
 /** `| \`NAME\`[, \`NAME\`…] | default | …` rows of a Markdown file: each name with its default cell. */
 function documented(file: string): Map<string, string> {

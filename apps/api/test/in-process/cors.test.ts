@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { postPlant, send, TOKEN } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
+import { postPlant, send, TOKEN } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
 
 const started: RunningApi[] = [];
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { send } from './support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { send } from '../support/http.ts';
 
 let api: RunningApi;
 beforeAll(async () => {

@@ -1,11 +1,11 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { createEventHub, type EventHub } from '../src/events/hub.ts';
-import { openStore } from '../src/store/open-store.ts';
-import type { PlantStore, StoredEvent } from '../src/store/store.ts';
-import { TOKEN } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createEventHub, type EventHub } from '../../src/events/hub.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import type { PlantStore, StoredEvent } from '../../src/store/store.ts';
+import { TOKEN } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const LIMITS = { maxStreams: 10, maxStreamsPerToken: 10, buffer: 5, pollMs: 50, maxReplay: 10_000 };
 

@@ -1,10 +1,10 @@
 import { stringifyJson } from '@plant-store/schema';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
-import { openSse, type SseEvent, type SseStream } from './support/sse.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN } from '../support/http.ts';
+import { openSse, type SseEvent, type SseStream } from '../support/sse.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 type Event = { id: bigint; type: string; plant: { id: bigint; name?: string } };
 const plantIds = (stream: SseStream) => stream.events.map((event) => (event.data as Event).plant.id);
@@ -30,7 +30,7 @@ const frame = ({ id, event, data }: SseEvent) =>
 
 describe.each(testStores())('GET /plants/events?types= on $name', (testStore) => {
   let store: TestStoreInstance;
-  let api: ApiProcess;
+  let api: RunningApi;
   const open: { close(): void }[] = [];
   const sse = async (query = '', headers: Record<string, string> = {}) => {
     const stream = await openSse(`${api.url}/plants/events${query}`, headers);
@@ -41,7 +41,7 @@ describe.each(testStores())('GET /plants/events?types= on $name', (testStore) =>
 
   beforeAll(async () => {
     store = await testStore.setup();
-    api = await startApiProcess({ env: { ...store.env, EVENTS_HEARTBEAT_MS: '300' } });
+    api = await startInProcess({ env: { ...store.env, EVENTS_HEARTBEAT_MS: '300' } });
   });
   afterAll(async () => {
     for (const stream of open) stream.close();

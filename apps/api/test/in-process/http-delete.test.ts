@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
-import { EDGE_IDS } from './support/ids.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { errorBody, postPlant, send, TOKEN } from '../support/http.ts';
+import { EDGE_IDS } from '../support/ids.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const ID_MESSAGE =

@@ -2,12 +2,12 @@ import { parseJson } from '@plant-store/schema';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import type { AppRouter } from '../src/router.ts';
-import { PAGE_BUDGET_BYTES } from '../src/store/store.ts';
-import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { send, TOKEN } from './support/http.ts';
-import { type SeedPlant, testStores } from './support/stores.ts';
+import type { AppRouter } from '../../src/router.ts';
+import { PAGE_BUDGET_BYTES } from '../../src/store/store.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { send, TOKEN } from '../support/http.ts';
+import { type SeedPlant, testStores } from '../support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 

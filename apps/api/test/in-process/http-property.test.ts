@@ -1,10 +1,10 @@
 import { parseJson, stringifyJson } from '@plant-store/schema';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { postPlant, TOKEN } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { postPlant, TOKEN } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const INT64 = fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n });
 

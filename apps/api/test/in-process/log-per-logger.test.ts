@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const LOG_MODULE = fileURLToPath(new URL('../src/log.ts', import.meta.url));
+const LOG_MODULE = fileURLToPath(new URL('../../src/log.ts', import.meta.url));
 
 describe('loggers on stdout', () => {
   it('count the lines each of them dropped apart: two loggers in one process share no counter', async () => {
@@ -21,7 +21,7 @@ describe('loggers on stdout', () => {
       }, 100);
     `;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';

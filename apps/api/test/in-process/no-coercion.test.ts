@@ -1,9 +1,9 @@
 import { NewPlantSchema } from '@plant-store/schema';
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import { postPlant } from './support/http.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { postPlant } from '../support/http.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 describe.each(testStores())('the shared zod schemas, serving on $name', (testStore) => {
   let api: RunningApi;

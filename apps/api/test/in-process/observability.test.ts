@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import { errorBody, JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { oddTrpcPaths, sampleLines } from './support/odd-trpc.ts';
-import { testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { errorBody, JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from '../support/http.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { oddTrpcPaths, sampleLines } from '../support/odd-trpc.ts';
+import { testStores } from '../support/stores.ts';
 
 /** Issued tokens: one that reads plants, one that only scrapes. */
 const READER = 'reader-token-0123456789';

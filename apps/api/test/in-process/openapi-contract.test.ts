@@ -11,9 +11,9 @@ import {
   lastReleased,
   REGENERATE_COMMAND,
   RELEASED_DIR,
-} from '../scripts/contract.ts';
-import { send } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
+} from '../../scripts/contract.ts';
+import { send } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: copies of the contract are edited freely below
 type Json = Record<string, any>;

@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import { JSON_HEADERS, send, TOKEN } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { JSON_HEADERS, send, TOKEN } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { testStores } from '../support/stores.ts';
 
 const run = promisify(execFile);
-const BIN = new URL('../node_modules/.bin/', import.meta.url).pathname;
+const BIN = new URL('../../node_modules/.bin/', import.meta.url).pathname;
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 type Operation = { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> };

@@ -1,16 +1,16 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { DURABLE_SESSION } from '../src/store/postgres.ts';
-import type { NewDelivery, PlantStore } from '../src/store/store.ts';
-import { TOKEN } from './support/http.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { DURABLE_SESSION } from '../../src/store/postgres.ts';
+import type { NewDelivery, PlantStore } from '../../src/store/store.ts';
+import { TOKEN } from '../support/http.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   type TestStoreInstance,
   withPostgresClient,
-} from './support/stores.ts';
+} from '../support/stores.ts';
 
 const delivery = (n: number): NewDelivery => ({
   id: `msg_${String(n).padStart(32, '0')}`,

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { restRoutes } from '../src/http/rest.ts';
-import { apiOnStore } from './support/api-on-store.ts';
-import { JSON_HEADERS, send } from './support/http.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { openSse } from './support/sse.ts';
-import { testStores } from './support/stores.ts';
+import { restRoutes } from '../../src/http/rest.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { JSON_HEADERS, send } from '../support/http.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { openSse } from '../support/sse.ts';
+import { testStores } from '../support/stores.ts';
 
 /** Names of Object.prototype's members, which a lookup in a plain object finds whatever was sent. */
 const PROTOTYPE_NAMES = [

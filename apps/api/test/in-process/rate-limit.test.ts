@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { send, TOKEN } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { waitForLogs } from './support/logs.ts';
-import { redisAvailable, redisUrl } from './support/redis.ts';
-import { sqliteTestStore, type TestStore, type TestStoreInstance, testStores } from './support/stores.ts';
+import { send, TOKEN } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { waitForLogs } from '../support/logs.ts';
+import { redisAvailable, redisUrl } from '../support/redis.ts';
+import { sqliteTestStore, type TestStore, type TestStoreInstance, testStores } from '../support/stores.ts';
 
 /** API_TOKENS: two tokens, each with its own budget (each named by its digest). */
 const ALICE = 'alice-token-0123456789';

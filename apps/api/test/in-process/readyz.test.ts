@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { READINESS_INTERVAL_MS } from '../src/http/health.ts';
-import { apiOnStore } from './support/api-on-store.ts';
-import { send, TOKEN } from './support/http.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { testStores } from './support/stores.ts';
+import { READINESS_INTERVAL_MS } from '../../src/http/health.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { send, TOKEN } from '../support/http.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { testStores } from '../support/stores.ts';
 
 /** How many store pings the api has made, from its own store metrics. */
 async function pings(api: RunningApi): Promise<number> {

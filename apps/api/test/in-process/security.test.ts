@@ -6,9 +6,9 @@
  */
 import { parseJson } from '@plant-store/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN, TOKEN_NAME } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const INJECTIONS = [

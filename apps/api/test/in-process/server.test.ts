@@ -4,14 +4,14 @@ import { createServer as createNetServer } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/serve.ts';
-import { openStore } from '../src/store/open-store.ts';
-import { type PlantStore, StoreUnavailableError } from '../src/store/store.ts';
-import { JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
-import { redisAvailable, redisUrl } from './support/redis.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
-import { newWebhookSecret } from './support/webhook-receiver.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/serve.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { type PlantStore, StoreUnavailableError } from '../../src/store/store.ts';
+import { JSON_HEADERS, postPlant, send, TOKEN } from '../support/http.ts';
+import { redisAvailable, redisUrl } from '../support/redis.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
+import { newWebhookSecret } from '../support/webhook-receiver.ts';
 
 /** A logger whose lines are kept, parsed, in `lines`. */
 function memoryLog() {

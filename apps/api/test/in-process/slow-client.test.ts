@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { send, TOKEN } from './support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { send, TOKEN } from '../support/http.ts';
 
 /** Writes `chunks` to a raw TCP connection with `gapMs` between them; resolves with what came back and how long the server kept it open. */
 async function trickle(

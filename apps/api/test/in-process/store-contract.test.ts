@@ -2,17 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NewPlant } from '@plant-store/schema';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { openStore } from '../src/store/open-store.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import {
   type EndpointDelivery,
   type NewDelivery,
   type PlantStore,
   StoreUnavailableError,
-} from '../src/store/store.ts';
-import { newPlantWebhook } from '../src/webhooks/event.ts';
-import { TOKEN } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+} from '../../src/store/store.ts';
+import { newPlantWebhook } from '../../src/webhooks/event.ts';
+import { TOKEN } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

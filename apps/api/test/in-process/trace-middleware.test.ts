@@ -8,10 +8,10 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { errorMiddleware } from '../src/http/errors.ts';
-import { traceMiddleware } from '../src/http/trace.ts';
-import { startTracing } from '../src/tracing/sdk.ts';
+import { loadConfig } from '../../src/config.ts';
+import { errorMiddleware } from '../../src/http/errors.ts';
+import { traceMiddleware } from '../../src/http/trace.ts';
+import { startTracing } from '../../src/tracing/sdk.ts';
 
 const exporter = new InMemorySpanExporter();
 const tracing = startTracing(

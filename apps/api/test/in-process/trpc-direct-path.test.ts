@@ -1,9 +1,9 @@
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import { postPlant, send, TOKEN } from './support/http.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { sqliteTestStore } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { postPlant, send, TOKEN } from '../support/http.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { sqliteTestStore } from '../support/stores.ts';
 
 /**
  * http/trpc.ts answers plain JSON mutations itself (its direct path) and hands everything else to

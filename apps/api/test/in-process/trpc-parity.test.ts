@@ -1,12 +1,12 @@
 import { createTRPCClient, httpBatchLink, httpLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import type { AppRouter } from '../src/router.ts';
-import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { postPlant, send, TOKEN } from './support/http.ts';
-import { EDGE_IDS } from './support/ids.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import type { AppRouter } from '../../src/router.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { postPlant, send, TOKEN } from '../support/http.ts';
+import { EDGE_IDS } from '../support/ids.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 function client(url: string, token: string | undefined, batch = true) {
   const options = {

@@ -6,11 +6,11 @@ import Koa from 'koa';
 import pino from 'pino';
 import superjson from 'superjson';
 import { afterAll, describe, expect, it } from 'vitest';
-import { errorMiddleware } from '../src/http/errors.ts';
-import type { AppRouter } from '../src/router.ts';
-import { send, TOKEN } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { sqliteTestStore, testStores } from './support/stores.ts';
+import { errorMiddleware } from '../../src/http/errors.ts';
+import type { AppRouter } from '../../src/router.ts';
+import { send, TOKEN } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { sqliteTestStore, testStores } from '../support/stores.ts';
 
 /**
  * What answers a /trpc request before the tRPC adapter (the limits, the error path, CORS) answers

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorBody, send } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
+import { errorBody, send } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
 
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FakeDns, startFakeDns } from './support/fake-dns.ts';
-import { send } from './support/http.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { startReceiver } from './support/webhook-receiver.ts';
+import { type FakeDns, startFakeDns } from '../support/fake-dns.ts';
+import { send } from '../support/http.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * How endpoints' host names are resolved (webhooks/dns.ts): through WEBHOOK_DNS_SERVERS with c-ares,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lightTraffic, PNPM, ROOT, readmeShellLines, runShipped, startShipped } from './support/shipped.ts';
+import { lightTraffic, PNPM, ROOT, readmeShellLines, runShipped, startShipped } from '../support/shipped.ts';
 
 /** How long the service must stay up after its first answer: a user opens /docs a minute later. */
 const UP_FOR_MS = 60_000;

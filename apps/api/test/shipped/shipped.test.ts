@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN } from './support/http.ts';
-import { redisAvailable } from './support/redis.ts';
+import { TOKEN } from '../support/http.ts';
+import { redisAvailable } from '../support/redis.ts';
 import {
   lightTraffic,
   PNPM,
@@ -19,9 +19,9 @@ import {
   runShipped,
   type ShippedService,
   startShipped,
-} from './support/shipped.ts';
-import { postgresAvailable, postgresTestStore, type TestStoreInstance } from './support/stores.ts';
-import { newWebhookSecret, type Receiver, startReceiver } from './support/webhook-receiver.ts';
+} from '../support/shipped.ts';
+import { postgresAvailable, postgresTestStore, type TestStoreInstance } from '../support/stores.ts';
+import { newWebhookSecret, type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 /** How long every configuration stays up under traffic before the final checks. */
 const UP_FOR_MS = 30_000;

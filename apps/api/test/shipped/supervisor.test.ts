@@ -7,17 +7,17 @@
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { postPlant, TOKEN } from './support/http.ts';
+import { postPlant, TOKEN } from '../support/http.ts';
 import {
   describeProcess,
   killAll,
   type ProcessInfo,
   portRefuses,
   stillRunning,
-} from './support/processes.ts';
-import { PNPM, type ShippedService, startShipped } from './support/shipped.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
-import { freePort } from './support/webhook-receiver.ts';
+} from '../support/processes.ts';
+import { PNPM, type ShippedService, startShipped } from '../support/shipped.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
+import { freePort } from '../support/webhook-receiver.ts';
 
 const START = `${PNPM} start`;
 /** What "stops" means for SIGKILL: nothing of the service runs and the port is free within this. */

@@ -15,10 +15,10 @@ import {
   runAxe,
   seriousOrCritical,
   type Watched,
-} from './support/browser.ts';
+} from '../support/browser.ts';
 
 const TOKEN = 'console-browser-token-0123456789';
-const RESULTS = new URL('../test-results/', import.meta.url).pathname;
+const RESULTS = new URL('../../test-results/', import.meta.url).pathname;
 /** The interactive mark the app sets (src/app.tsx). */
 const INTERACTIVE_MARK = 'plant-console:interactive';
 /** How long a change by another client may take to show (issue 25). */

@@ -7,7 +7,7 @@ import { createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const TOKEN = 'dev-server-token-0123456789abcdef';
-const ROOT = new URL('..', import.meta.url).pathname;
+const ROOT = new URL('../..', import.meta.url).pathname;
 
 let api: ApiProcess;
 let vite: ViteDevServer;

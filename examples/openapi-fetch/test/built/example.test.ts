@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { apiProcessPerFile } from '@plant-store/api/testing';
 import { describe, expect, it } from 'vitest';
 
-const APP = new URL('../', import.meta.url).pathname;
-const BIN = new URL('../node_modules/.bin/', import.meta.url).pathname;
-const DOCUMENT = new URL('../../../apps/api/openapi.json', import.meta.url).pathname;
-const GENERATED = new URL('../src/generated/plant-store.ts', import.meta.url).pathname;
+const APP = new URL('../../', import.meta.url).pathname;
+const BIN = new URL('../../node_modules/.bin/', import.meta.url).pathname;
+const DOCUMENT = new URL('../../../../apps/api/openapi.json', import.meta.url).pathname;
+const GENERATED = new URL('../../src/generated/plant-store.ts', import.meta.url).pathname;
 const TOKEN = 'example-openapi-fetch-token';
 
 const api = apiProcessPerFile({ token: TOKEN });

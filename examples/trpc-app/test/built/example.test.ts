@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { apiProcessPerFile } from '@plant-store/api/testing';
 import { describe, expect, it } from 'vitest';
 
-const APP = new URL('../', import.meta.url).pathname;
-const TSX = new URL('../node_modules/.bin/tsx', import.meta.url).pathname;
+const APP = new URL('../../', import.meta.url).pathname;
+const TSX = new URL('../../node_modules/.bin/tsx', import.meta.url).pathname;
 const TOKEN = 'example-app-token';
 
 const api = apiProcessPerFile({ token: TOKEN });

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { type ApiProcess, apiProcessPerFile, startApiProcess } from '@plant-store/api/testing';
 import { type PlantWithId, stringifyJson } from '@plant-store/schema';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRestClient } from '../src/index.ts';
-import { runPlants, runPlantsOnTerminal } from './support/plants-cli.ts';
+import { createRestClient } from '../../src/index.ts';
+import { runPlants, runPlantsOnTerminal } from '../support/plants-cli.ts';
 
 const TOKEN = 'bulk-test-token-0123456789';
 const INT64_RANGE = 'an integer from -9223372036854775808 to 9223372036854775807';

@@ -1,7 +1,7 @@
 import { type ApiProcess, apiProcessPerFile, startApiProcess } from '@plant-store/api/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closedPort } from './support/clients.ts';
-import { runPlants } from './support/plants-cli.ts';
+import { closedPort } from '../support/clients.ts';
+import { runPlants } from '../support/plants-cli.ts';
 
 const TOKEN = 'cli-test-token-0123456789';
 

@@ -6,7 +6,7 @@ import {
   failureOf,
   fetchWithoutAuthorization,
   rejectionOf,
-} from './support/clients.ts';
+} from '../support/clients.ts';
 
 const TOKEN = 'client-test-token-0123456789';
 const INT64_MIN = -9223372036854775808n;

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { apiProcessPerFile, runApiCommand } from '@plant-store/api/testing';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, type WebhookDelivery } from '../src/index.ts';
-import { closedPort } from './support/clients.ts';
-import { runPlants } from './support/plants-cli.ts';
-import { type Receiver, startReceiver } from './support/receiver.ts';
+import { createRestClient, type WebhookDelivery } from '../../src/index.ts';
+import { closedPort } from '../support/clients.ts';
+import { runPlants } from '../support/plants-cli.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const TOKEN = 'cli-endpoints-token-0123456789';
 const OTHER = 'cli-endpoints-other-0123456789';

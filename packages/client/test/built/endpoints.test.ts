@@ -2,9 +2,9 @@ import { apiProcessPerFile } from '@plant-store/api/testing';
 import { startProxy, type Proxy as TcpProxy } from '@plant-store/api/testing/tcp-proxy';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, createTrpcClient, type RestClient, type WebhookDelivery } from '../src/index.ts';
-import { closedPort, rejectionOf } from './support/clients.ts';
-import { type Receiver, startReceiver } from './support/receiver.ts';
+import { createRestClient, createTrpcClient, type RestClient, type WebhookDelivery } from '../../src/index.ts';
+import { closedPort, rejectionOf } from '../support/clients.ts';
+import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const TOKEN = 'client-endpoints-token-0123456789';
 const OTHER = 'client-endpoints-other-0123456789';

@@ -6,9 +6,9 @@ import {
   type PlantEvent,
   type PlantEventType,
   PlantStoreError,
-} from '../src/index.ts';
-import { failureOf } from './support/clients.ts';
-import { collect, portOf, shape } from './support/events.ts';
+} from '../../src/index.ts';
+import { failureOf } from '../support/clients.ts';
+import { collect, portOf, shape } from '../support/events.ts';
 
 const TOKEN = 'events-test-token-0123456789';
 const INT64_MAX = 9223372036854775807n;

@@ -4,9 +4,9 @@ import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { fromSpreadsheetText, spreadsheetText } from '../src/plant-file.ts';
-import { type FakeServer, type Seen, sendJson, startFakeServer } from './support/fake-server.ts';
-import { BIN, runPlants, runPlantsOnTerminal } from './support/plants-cli.ts';
+import { fromSpreadsheetText, spreadsheetText } from '../../src/plant-file.ts';
+import { type FakeServer, type Seen, sendJson, startFakeServer } from '../support/fake-server.ts';
+import { BIN, runPlants, runPlantsOnTerminal } from '../support/plants-cli.ts';
 
 // The `plants` CLI, run as users run it, against a server that sends what the real one never
 // would (issue 22 point 6): each answer below is the hostile one.

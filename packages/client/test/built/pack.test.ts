@@ -17,7 +17,7 @@ async function run(file: string, args: string[], options: { cwd?: string; env?: 
     throw new Error(`${file} ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
   }
 }
-const PACKAGE = new URL('../', import.meta.url).pathname;
+const PACKAGE = new URL('../../', import.meta.url).pathname;
 const TSC = join(PACKAGE, 'node_modules/.bin/tsc');
 const TOKEN = 'pack-test-token-0123456789';
 const TYPES_NODE = JSON.parse(readFileSync(join(PACKAGE, 'node_modules/@types/node/package.json'), 'utf8'))

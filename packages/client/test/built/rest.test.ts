@@ -1,7 +1,7 @@
 import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, type RestClient } from '../src/index.ts';
-import { failureOf } from './support/clients.ts';
+import { createRestClient, type RestClient } from '../../src/index.ts';
+import { failureOf } from '../support/clients.ts';
 
 const TOKEN = 'rest-test-token-0123456789';
 const INT64_MAX = 9223372036854775807n;

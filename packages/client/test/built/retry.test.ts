@@ -1,8 +1,8 @@
 import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
 import { type Proxy as TcpProxy, startProxy } from '@plant-store/api/testing/tcp-proxy';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, createTrpcClient, type NewPlant, type Plant, type PlantId } from '../src/index.ts';
-import { rejectionOf } from './support/clients.ts';
+import { createRestClient, createTrpcClient, type NewPlant, type Plant, type PlantId } from '../../src/index.ts';
+import { rejectionOf } from '../support/clients.ts';
 
 const TOKEN = 'client-test-token-0123456789';
 const SF_UUID = /^"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$/;

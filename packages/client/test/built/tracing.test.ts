@@ -9,9 +9,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, createTrpcClient } from '../src/index.ts';
-import { type FakeServer, sendJson, startFakeServer } from './support/fake-server.ts';
-import { runPlants } from './support/plants-cli.ts';
+import { createRestClient, createTrpcClient } from '../../src/index.ts';
+import { type FakeServer, sendJson, startFakeServer } from '../support/fake-server.ts';
+import { runPlants } from '../support/plants-cli.ts';
 
 const TOKEN = 'trace-test-token-0123456789';
 const provider = new TracerProvider();

@@ -7,9 +7,9 @@ import type { NewPlant } from '@plant-store/schema';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import superjson from 'superjson';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBackoff } from '../src/backoff.ts';
-import { createTrpcClient, type PlantStoreError } from '../src/index.ts';
-import { plantsCreateBatch } from '../src/trpc-batch.ts';
+import { createBackoff } from '../../src/backoff.ts';
+import { createTrpcClient, type PlantStoreError } from '../../src/index.ts';
+import { plantsCreateBatch } from '../../src/trpc-batch.ts';
 
 /**
  * `plantsCreateBatch` (the bulk import's sender) writes and reads tRPC's batch wire format itself,

@@ -1,6 +1,6 @@
 import { apiProcessPerFile } from '@plant-store/api/testing';
 import { describe, expect, it, vi } from 'vitest';
-import { createTrpcClient, PlantStoreError } from '../src/index.ts';
+import { createTrpcClient, PlantStoreError } from '../../src/index.ts';
 
 const TOKEN = 'batch-test-token-0123456789';
 

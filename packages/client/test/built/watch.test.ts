@@ -3,10 +3,10 @@ import { createInterface } from 'node:readline';
 import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
 import { parseJson } from '@plant-store/schema';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRestClient } from '../src/index.ts';
-import { portOf, waitFor } from './support/events.ts';
+import { createRestClient } from '../../src/index.ts';
+import { portOf, waitFor } from '../support/events.ts';
 
-const BIN = new URL('../bin/plants.js', import.meta.url).pathname;
+const BIN = new URL('../../bin/plants.js', import.meta.url).pathname;
 const TOKEN = 'watch-test-token-0123456789';
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z {2}/;
 

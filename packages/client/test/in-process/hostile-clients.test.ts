@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { backoffFetch, createBackoff } from '../src/backoff.ts';
-import { createRestClient, createTrpcClient, PlantStoreError } from '../src/index.ts';
-import { failureOf, rejectionOf } from './support/clients.ts';
-import { type FakeServer, type Seen, sendJson, startFakeServer } from './support/fake-server.ts';
+import { backoffFetch, createBackoff } from '../../src/backoff.ts';
+import { createRestClient, createTrpcClient, PlantStoreError } from '../../src/index.ts';
+import { failureOf, rejectionOf } from '../support/clients.ts';
+import { type FakeServer, type Seen, sendJson, startFakeServer } from '../support/fake-server.ts';
 
 // The library clients against a server that sends what the real one never would: every failure
 // is a PlantStoreError with the answer's status, and nothing the server says makes them hold an

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventTooLargeError, eventStreamGuard } from '../src/event-stream-guard.ts';
+import { EventTooLargeError, eventStreamGuard } from '../../src/event-stream-guard.ts';
 
 /** The guard's output for `text` fed in pieces cut at `cuts`. */
 function feed(text: string, cuts: number[], options = { maxRetryMs: 30_000, maxEventChars: 100 }) {

@@ -1,6 +1,6 @@
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import { superjsonInput } from '../src/trpc-batch.ts';
+import { superjsonInput } from '../../src/trpc-batch.ts';
 
 describe('superjsonInput', () => {
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { visible } from '../src/terminal-text.ts';
+import { visible } from '../../src/terminal-text.ts';
 
 describe('visible', () => {
   it('escapes C0, DEL, C1 and the bidi embeddings, overrides and isolates', () => {

@@ -11,7 +11,7 @@ import {
   type RotatedWebhookSecret,
   type WebhookDelivery,
   type WebhookEndpoint,
-} from '../src/index.ts';
+} from '../../src/index.ts';
 
 // Type-level only: these clients never send a request. `tsc --noEmit` (the typecheck script) fails
 // if a `@ts-expect-error` line below stops being an error.

@@ -1,0 +1,8 @@
+import { defineConfig } from 'vitest/config';
+import { testProjects } from '../../vitest.projects.ts';
+
+export default defineConfig({
+  test: {
+    projects: testProjects(import.meta.url),
+  },
+});
