@@ -5,11 +5,9 @@ import { StoreUnavailableError } from './store.ts';
 /** What one store lends the runner. */
 export type MigrationDriver = {
   dialect: Dialect;
-  /** For messages: "SQLite", "PostgreSQL". */
-  label: string;
   /**
-   * Runs `work` holding the lock that lets one process migrate a database at a time, with
-   * `schema_migrations` created: others wait, then find nothing left to do.
+   * Runs `work` holding the lock that lets one process migrate a database at a time: others wait,
+   * then find nothing left to do.
    */
   locked<T>(work: () => Promise<T>): Promise<T>;
   /** Runs `work` (one version's statements and its record) all or nothing. */
@@ -19,6 +17,11 @@ export type MigrationDriver = {
   /** The rows a statement answers. */
   all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
+
+/** What `schema_migrations` records: SQLite keeps `applied_at` as text, PostgreSQL as a time. */
+const CREATE_TABLE = (dialect: Dialect) =>
+  `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${dialect === 'sqlite' ? 'TEXT NOT NULL' : 'TIMESTAMPTZ NOT NULL DEFAULT now()'})`;
+const LABEL = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 
 const SQL = statements('migrations', {
   applied: 'SELECT version FROM schema_migrations',
@@ -48,6 +51,7 @@ export async function migrate(
 ): Promise<MigrationResult> {
   if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
   return driver.locked(async () => {
+    await driver.exec(CREATE_TABLE(driver.dialect));
     const done = new Set(
       (await driver.all<{ version: number | bigint }>(SQL.applied)).map((row) => Number(row.version)),
     );
@@ -77,6 +81,6 @@ async function run(driver: MigrationDriver, migration: Migration, direction: 'up
   } catch (cause) {
     if (cause instanceof StoreUnavailableError) throw cause;
     const what = direction === 'up' ? 'migration' : 'reverting migration';
-    throw new Error(`${driver.label} ${what} ${version} (${name}) failed`, { cause });
+    throw new Error(`${LABEL[driver.dialect]} ${what} ${version} (${name}) failed`, { cause });
   }
 }

@@ -85,6 +85,10 @@ function compile(text: string, dialect: Dialect): Compiled {
   return { text: compiled, names };
 }
 
+/** The values `compiled` binds, in order, from `params` (a missing one is NULL; SQLite's `{now}` is `now`). */
+export const bind = ({ names }: Compiled, params: Params, now?: number) =>
+  names.map((name) => (name === 'now' && now !== undefined ? now : (params[name] ?? null)));
+
 /** A point in time as the stores read it: SQLite keeps milliseconds since the epoch, PostgreSQL a Date. */
 export type Time = Date | bigint;
 

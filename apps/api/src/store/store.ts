@@ -1,4 +1,4 @@
-import type { NewPlant, PlantWithId, WebhookEndpointDisabled } from '@plant-store/schema';
+import type { NewPlant, PlantWithId, WebhookDelivery, WebhookEndpointDisabled } from '@plant-store/schema';
 import type { Scope } from '../scopes.ts';
 
 /**
@@ -146,6 +146,7 @@ export interface IdempotencyKeyStore {
 /** The request no longer holds its Idempotency-Key (another took over a claim it held too long): nothing changed. */
 export class KeyClaimLostError extends Error {
   override name = 'KeyClaimLostError';
+  override message = 'the Idempotency-Key was claimed by another request';
 }
 
 /**
@@ -156,7 +157,7 @@ export class KeyClaimLostError extends Error {
 export type NewDelivery = { id: string; url: string; payload: string };
 
 /** What a delivery delivers: a new plant, or an endpoint's test event. */
-export type DeliveryEvent = 'plant.created' | 'webhook.ping';
+export type DeliveryEvent = WebhookDelivery['event'];
 
 /** A webhook delivery claimed for one attempt. */
 export type Delivery = NewDelivery & {
@@ -170,15 +171,11 @@ export type Delivery = NewDelivery & {
 /** Who a claim is for: an operator subscriber URL (WEBHOOK_URLS) or a registered endpoint. */
 export type Subscriber = { url: string } | { endpointId: string };
 
-/** A delivery of an endpoint as its owner lists it. */
-export type EndpointDelivery = {
-  id: string;
-  event: DeliveryEvent;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  lastResponseCode: number | null;
-  lastError: string | null;
-  /** When the next attempt is due (or, while one runs, its lease ends); null unless pending. */
+/**
+ * A delivery of an endpoint as its owner lists it (the schema's `WebhookDelivery`, with times as
+ * Dates): `nextAttemptAt` is when the next attempt is due (or, while one runs, its lease ends).
+ */
+export type EndpointDelivery = Omit<WebhookDelivery, 'nextAttemptAt' | 'createdAt'> & {
   nextAttemptAt: Date | null;
   createdAt: Date;
 };
