@@ -6,15 +6,15 @@ import { StoreUnavailableError } from './store.ts';
 export type MigrationDriver = {
   dialect: Dialect;
   /**
-   * Runs `work` holding the lock that lets one process migrate a database at a time: others wait,
-   * then find nothing left to do.
+   * Runs `work` holding the lock that lets one process migrate a database at a time, with
+   * `schema_migrations` created (`createTable`, on SQLite before the run's transaction): others
+   * wait, then find nothing left to do.
    */
-  locked<T>(work: () => Promise<T>): Promise<T>;
+  locked<T>(createTable: string, work: () => Promise<T>): Promise<T>;
   /** Runs `work` (one version's statements and its record) all or nothing. */
   atomically(work: () => Promise<void>): Promise<void>;
   /** Runs `sql`, which may hold several statements. */
   exec(sql: string): Promise<void>;
-  /** The rows a statement answers. */
   all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
 
@@ -50,8 +50,7 @@ export async function migrate(
   { to = LATEST_VERSION }: MigrateOptions = {},
 ): Promise<MigrationResult> {
   if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
-  return driver.locked(async () => {
-    await driver.exec(CREATE_TABLE(driver.dialect));
+  return driver.locked(CREATE_TABLE(driver.dialect), async () => {
     const done = new Set(
       (await driver.all<{ version: number | bigint }>(SQL.applied)).map((row) => Number(row.version)),
     );

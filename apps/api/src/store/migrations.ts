@@ -236,7 +236,6 @@ export const migrations: readonly Migration[] = [
 /** The newest schema version. */
 export const LATEST_VERSION = migrations.at(-1)!.version;
 
-/** The SQL of `sql` in `dialect`. */
 export function sqlFor(sql: Sql, dialect: Dialect): string {
   return typeof sql === 'string' ? sql : sql(dialect);
 }

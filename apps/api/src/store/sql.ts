@@ -1,4 +1,3 @@
-/** The SQL dialects the stores speak. */
 export type Dialect = 'sqlite' | 'postgres';
 
 /** A statement in one dialect: its text, and the names of the parameters it binds, in order. */
@@ -60,7 +59,6 @@ export function sql(name: string, text: string): Statement {
   return statement;
 }
 
-/** Every statement defined so far, by name. */
 export const registered = new Map<string, Statement>();
 const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{skip locked\}|\{seq\}|\{json @(\w+)\}|@(\w+)/g;
 

@@ -65,13 +65,17 @@ export interface PlantStore extends ReturnType<typeof sharedParts> {
   close(): Promise<void>;
 }
 
+/** The parts both stores share, each typed by its implementation (documented there). */
+export type EventLog = ReturnType<typeof eventLog>;
+export type IdempotencyKeyStore = ReturnType<typeof idempotencyKeys>;
+export type DeliveryOutbox = ReturnType<typeof deliveryOutbox>;
+export type WebhookEndpointStore = ReturnType<typeof webhookEndpoints>;
+export type TokenStore = ReturnType<typeof tokenStore>;
+
 /** A committed change, as the event log keeps it. */
 export type StoredEvent =
   | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
   | { id: bigint; type: 'plant.deleted'; plant: { id: bigint }; createdAt: Date };
-
-/** The event log (events.ts). */
-export type EventLog = ReturnType<typeof eventLog>;
 
 /** What a `prune` deletes: at most `limit` rows older than `olderThanMs`, oldest first. */
 export type Prune = { olderThanMs: number; limit: number };
@@ -85,7 +89,6 @@ export type StoredAnswer = { status: number; body: string | null };
 /** The answer a keyed create or delete stores with its change. */
 export type KeyedAnswer = KeyClaim & StoredAnswer;
 
-/** What claiming a key found. */
 export type ClaimOutcome =
   /** The key is this request's now: nobody held it, or it was free to take (see `claim`). */
   | { state: 'claimed' }
@@ -93,9 +96,6 @@ export type ClaimOutcome =
   | { state: 'in_flight'; fingerprint: string }
   /** A request with this key committed its change and stored this answer. */
   | { state: 'completed'; fingerprint: string; answer: StoredAnswer };
-
-/** The Idempotency-Key table (idempotency-keys.ts). */
-export type IdempotencyKeyStore = ReturnType<typeof idempotencyKeys>;
 
 /** The request no longer holds its Idempotency-Key (another took over a claim it held too long): nothing changed. */
 export class KeyClaimLostError extends Error {
@@ -137,9 +137,6 @@ export type EndpointDelivery = Omit<WebhookDelivery, 'nextAttemptAt' | 'createdA
 /** A delivery that used up its attempts. */
 export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 
-/** The webhook outbox (deliveries.ts). */
-export type DeliveryOutbox = ReturnType<typeof deliveryOutbox>;
-
 /**
  * A registered webhook endpoint as the store keeps it, owned by the name of the token that
  * registered it (only that token sees it). Secrets are sealed (webhooks/secrets.ts): the store never
@@ -172,12 +169,6 @@ export type EndpointSummary = Omit<
   pending: number;
   failed: number;
 };
-
-/** Registered webhook endpoints (endpoints.ts). */
-export type WebhookEndpointStore = ReturnType<typeof webhookEndpoints>;
-
-/** Issued bearer tokens (tokens.ts). */
-export type TokenStore = ReturnType<typeof tokenStore>;
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */
 export class StoreUnavailableError extends Error {

@@ -37,7 +37,7 @@ export async function migratePostgres({
   return migrate(
     {
       dialect: 'postgres',
-      async locked(work) {
+      async locked(createTable, work) {
         try {
           await client.connect();
         } catch (cause) {
@@ -46,6 +46,7 @@ export async function migratePostgres({
         }
         try {
           await run('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+          await run(createTable);
           return await work();
         } finally {
           // Ending the session releases the advisory lock too.

@@ -11,7 +11,8 @@ export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise
   const execute = executor(db);
   const driver: MigrationDriver = {
     dialect: 'sqlite',
-    async locked(work) {
+    async locked(createTable, work) {
+      db.exec(createTable);
       db.exec('BEGIN IMMEDIATE');
       try {
         const result = await work();
