@@ -79,6 +79,9 @@ const NEWEST_FIRST = 'ORDER BY created_at DESC, {seq} DESC LIMIT @limit';
 const pruneOf = (status: 'delivered' | 'failed') => `
   DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
     WHERE status = '${status}' AND updated_at < {now - @olderThanMs} ORDER BY updated_at LIMIT @limit {skip locked})`;
+/** Records an attempt's failure (`@error`, `@responseCode`) on a pending delivery, and `set`. */
+const settle = (set: string) => `UPDATE webhook_deliveries SET ${set}, last_error = @error,
+  last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`;
 /** Each count walks at most `@cap` entries of its partial index. */
 const capped = (where: string, order: string) =>
   `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE ${where} ORDER BY ${order} LIMIT @cap) AS c)`;
@@ -97,10 +100,8 @@ const SQL = statements('deliveries', {
   release: `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = {now}, updated_at = {now}
     FROM (SELECT value ->> 0 AS id, CAST(value ->> 1 AS INTEGER) AS claimed FROM {json @claims}) AS claim
     WHERE webhook_deliveries.id = claim.id AND attempts = claim.claimed AND status = 'pending'`,
-  retry: `UPDATE webhook_deliveries SET next_attempt_at = {now + @delayMs}, last_error = @error,
-    last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`,
-  failed: `UPDATE webhook_deliveries SET status = 'failed', last_error = @error,
-    last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`,
+  retry: settle('next_attempt_at = {now + @delayMs}'),
+  failed: settle("status = 'failed'"),
   enqueue: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
     SELECT @id, @endpointId, @url, @event, @payload, {now}, {now}, {now} WHERE ${HAS_ROOM}

@@ -1,4 +1,4 @@
-import { LATEST_VERSION, type Migration, migrations, sqlFor } from './migrations.ts';
+import { LATEST_VERSION, type Migration, migrations } from './migrations.ts';
 import { type Dialect, type Params, type Statement, statements } from './sql.ts';
 import { StoreUnavailableError } from './store.ts';
 
@@ -73,7 +73,8 @@ async function run(driver: MigrationDriver, migration: Migration, direction: 'up
   const { version, name } = migration;
   try {
     await driver.atomically(async () => {
-      await driver.exec(sqlFor(migration[direction], driver.dialect));
+      const sql = migration[direction];
+      await driver.exec(typeof sql === 'string' ? sql : sql(driver.dialect));
       const appliedAt = new Date().toISOString();
       await driver.all(direction === 'up' ? SQL.record : SQL.forget, { version, name, appliedAt });
     });

@@ -235,7 +235,3 @@ export const migrations: readonly Migration[] = [
 
 /** The newest schema version. */
 export const LATEST_VERSION = migrations.at(-1)!.version;
-
-export function sqlFor(sql: Sql, dialect: Dialect): string {
-  return typeof sql === 'string' ? sql : sql(dialect);
-}

@@ -1,4 +1,10 @@
-import type { NewPlant, PlantWithId, WebhookDelivery, WebhookEndpointDisabled } from '@plant-store/schema';
+import type {
+  NewPlant,
+  PlantWithId,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointDisabled,
+} from '@plant-store/schema';
 import type { deliveryOutbox } from './deliveries.ts';
 import type { webhookEndpoints } from './endpoints.ts';
 import type { eventLog } from './events.ts';
@@ -142,11 +148,8 @@ export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
  * registered it (only that token sees it). Secrets are sealed (webhooks/secrets.ts): the store never
  * sees one in the clear; the previous one signs alongside until `previousSecretExpiresAt`.
  */
-export type StoredEndpoint = {
-  id: string;
+export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description'> & {
   owner: string;
-  url: string;
-  description: string | null;
   secret: string;
   previousSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -162,13 +165,8 @@ export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
 export const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
 
 /** An endpoint with its delivery counts, for the admin listing. */
-export type EndpointSummary = Omit<
-  StoredEndpoint,
-  'secret' | 'previousSecret' | 'previousSecretExpiresAt'
-> & {
-  pending: number;
-  failed: number;
-};
+export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
+  Record<'pending' | 'failed', number>;
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */
 export class StoreUnavailableError extends Error {
