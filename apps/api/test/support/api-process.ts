@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll } from 'vitest';
+import { perFile } from './per-file.ts';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 /** Node's flags as `pnpm start` passes them (apps/api/package.json), so tests run what users run. */
@@ -105,23 +105,7 @@ export async function startApiProcess(
   };
 }
 
-/**
- * One api process for a whole test file: started before its first test, stopped and cleaned up
- * after its last. The handle reads through to the running process (`api.url`, `api.logs`, …).
- */
+/** One api process for a whole test file (`perFile`). */
 export function apiProcessPerFile(options: Parameters<typeof startApiProcess>[0] = {}): ApiProcess {
-  let started: ApiProcess | undefined;
-  beforeAll(async () => {
-    started = await startApiProcess(options);
-  });
-  afterAll(async () => {
-    await started?.stop();
-    started?.cleanup();
-  });
-  return new Proxy({} as ApiProcess, {
-    get(_, key) {
-      if (started === undefined) throw new Error('the api process is not started yet (use it inside a test)');
-      return started[key as keyof ApiProcess];
-    },
-  });
+  return perFile(() => startApiProcess(options));
 }

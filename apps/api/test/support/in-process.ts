@@ -8,6 +8,7 @@ import { createLogger } from '../../src/log.ts';
 import { startServer } from '../../src/serve.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { TOKEN } from './http.ts';
+import { perFile } from './per-file.ts';
 
 /** What tests use of a running api, whether it runs in this process or in its own (api-process.ts). */
 export type RunningApi = {
@@ -78,4 +79,9 @@ export async function startInProcess(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One in-process api for a whole test file (`perFile`). */
+export function inProcessPerFile(options: Parameters<typeof startInProcess>[0] = {}): RunningApi {
+  return perFile(() => startInProcess(options));
 }

@@ -1,4 +1,4 @@
-import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
+import { type RunningApi, startInProcess } from '@plant-store/api/testing/in-process';
 import { type Proxy as TcpProxy, startProxy } from '@plant-store/api/testing/tcp-proxy';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRestClient, createTrpcClient, type NewPlant, type Plant, type PlantId } from '../../src/index.ts';
@@ -60,7 +60,7 @@ const clients: { name: string; connect(options: Options): Keyed }[] = [
 ];
 
 describe.each(clients)('the $name over a connection cut after the request is sent', (kind) => {
-  let api: ApiProcess;
+  let api: RunningApi;
   let proxy: TcpProxy;
   let attempts: Attempt[];
   let client: Keyed;
@@ -68,7 +68,7 @@ describe.each(clients)('the $name over a connection cut after the request is sen
   let direct: ReturnType<typeof createRestClient>;
 
   beforeAll(async () => {
-    api = await startApiProcess({ token: TOKEN });
+    api = await startInProcess({ token: TOKEN });
     direct = createRestClient({ baseUrl: api.url, token: TOKEN });
   });
   afterAll(async () => {

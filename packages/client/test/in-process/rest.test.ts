@@ -1,4 +1,4 @@
-import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
+import { type RunningApi, startInProcess } from '@plant-store/api/testing/in-process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestClient, type RestClient } from '../../src/index.ts';
 import { failureOf } from '../support/clients.ts';
@@ -6,10 +6,10 @@ import { failureOf } from '../support/clients.ts';
 const TOKEN = 'rest-test-token-0123456789';
 const INT64_MAX = 9223372036854775807n;
 
-let api: ApiProcess;
+let api: RunningApi;
 let rest: RestClient;
 beforeAll(async () => {
-  api = await startApiProcess({ token: TOKEN });
+  api = await startInProcess({ token: TOKEN });
   rest = createRestClient({ baseUrl: api.url, token: TOKEN });
   for (const id of [3n, 1n, INT64_MAX, 9007199254740993n, 9007199254740992n]) {
     await rest.createPlant({ id, name: `Plant ${id}`, ...(id === 1n && { tag: 'first' }) });

@@ -1,10 +1,10 @@
-import { apiProcessPerFile } from '@plant-store/api/testing';
+import { inProcessPerFile } from '@plant-store/api/testing/in-process';
 import { describe, expect, it, vi } from 'vitest';
 import { createTrpcClient, PlantStoreError } from '../../src/index.ts';
 
 const TOKEN = 'batch-test-token-0123456789';
 
-const api = apiProcessPerFile({ token: TOKEN });
+const api = inProcessPerFile({ token: TOKEN });
 
 /**
  * A client whose every HTTP request is recorded as the list of procedures it carried. Retries are

@@ -1,4 +1,4 @@
-import { type ApiProcess, startApiProcess } from '@plant-store/api/testing';
+import { type RunningApi, startInProcess } from '@plant-store/api/testing/in-process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clientsUnderTest,
@@ -13,12 +13,12 @@ const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 
 describe.each(clientsUnderTest)('$name against a running api', (client) => {
-  let api: ApiProcess;
+  let api: RunningApi;
   let create: ReturnType<typeof client.connect>;
   let url: string;
 
   beforeAll(async () => {
-    api = await startApiProcess({ token: TOKEN });
+    api = await startInProcess({ token: TOKEN });
     create = client.connect({ baseUrl: api.url, token: TOKEN });
     url = client.createUrl(api.url);
   });

@@ -1,4 +1,4 @@
-import { apiProcessPerFile } from '@plant-store/api/testing';
+import { inProcessPerFile } from '@plant-store/api/testing/in-process';
 import { startProxy, type Proxy as TcpProxy } from '@plant-store/api/testing/tcp-proxy';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
 const NO_DELIVERY = `msg_${'0'.repeat(32)}`;
 
 // Loopback receivers need WEBHOOK_ALLOW_PRIVATE_URLS; a short poll interval keeps the test quick.
-const api = apiProcessPerFile({
+const api = inProcessPerFile({
   token: `${TOKEN},${OTHER}`,
   env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100' },
 });

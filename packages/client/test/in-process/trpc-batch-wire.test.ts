@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AppRouter } from '@plant-store/api';
-import { apiProcessPerFile } from '@plant-store/api/testing';
+import { inProcessPerFile } from '@plant-store/api/testing/in-process';
 import type { NewPlant } from '@plant-store/schema';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import superjson from 'superjson';
@@ -65,7 +65,7 @@ describe('the tRPC batch wire format of plantsCreateBatch', () => {
   });
 
   describe('against the api', () => {
-    const api = apiProcessPerFile({
+    const api = inProcessPerFile({
       token: TOKEN,
       env: { RATE_LIMIT_MAX: '12', RATE_LIMIT_WINDOW_SECONDS: '60' },
     });
