@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
-import { apiProcessPerFile } from '@plant-store/api/testing';
+import { inProcessPerFile } from '@plant-store/api/testing/in-process';
 import { describe, expect, it } from 'vitest';
 
 const APP = new URL('../../', import.meta.url).pathname;
 const TSX = new URL('../../node_modules/.bin/tsx', import.meta.url).pathname;
 const TOKEN = 'example-app-token';
 
-const api = apiProcessPerFile({ token: TOKEN });
+const api = inProcessPerFile({ token: TOKEN });
 
 /** Runs the example as its `start` script does. */
 function start(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { apiProcessPerFile } from '@plant-store/api/testing';
+import { inProcessPerFile } from '@plant-store/api/testing/in-process';
 import { describe, expect, it } from 'vitest';
 
 const APP = new URL('../../', import.meta.url).pathname;
@@ -10,7 +10,7 @@ const DOCUMENT = new URL('../../../../apps/api/openapi.json', import.meta.url).p
 const GENERATED = new URL('../../src/generated/plant-store.ts', import.meta.url).pathname;
 const TOKEN = 'example-openapi-fetch-token';
 
-const api = apiProcessPerFile({ token: TOKEN });
+const api = inProcessPerFile({ token: TOKEN });
 
 /** Runs `command` in this package; resolves with its exit code and output. */
 function exec(command: string, args: string[], env: Record<string, string> = {}) {
