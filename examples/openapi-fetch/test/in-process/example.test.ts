@@ -59,7 +59,7 @@ describe('a client generated from apps/api/openapi.json with openapi-typescript 
     expect(await left.text()).toBe(
       '[{"id":2001,"name":"Monstera","tag":"aroid"},{"id":2003,"name":"Bird of paradise"}]',
     );
-  }, 60_000);
+  }, 180_000);
 
   it('rejects, at type-check time, a call the document does not allow', async () => {
     // A project of its own inside this package (so it resolves openapi-fetch and the generated
@@ -84,5 +84,5 @@ describe('a client generated from apps/api/openapi.json with openapi-typescript 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
 });
