@@ -36,7 +36,8 @@ export function currentTraceparent(): string | undefined {
 /** A group commit's span; `end` it once the commit is durable (or failed, with the error). */
 export type CommitSpan = { end(error?: unknown): void };
 
-const NOT_TRACED: CommitSpan = { end() {} };
+/** The span of a commit that carries no traced call: nothing. */
+export const NOT_TRACED: CommitSpan = { end() {} };
 
 /**
  * Starts the span of one group commit (`commit`, a CLIENT span of `system`) carrying the writes
