@@ -29,7 +29,8 @@ async function finished(): Promise<ReadableSpan[]> {
 
 const named = (spans: ReadableSpan[], name: string) => spans.filter((span) => span.name === name);
 const spanIds = (links: ReadableSpan['links']) => links.map((link) => link.context.spanId);
-const traceparent = (span: ReadableSpan) => `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`;
+const traceparent = (span: ReadableSpan) =>
+  `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`;
 
 const HOOK = 'http://127.0.0.1:9/hook';
 const ENDPOINT = {
@@ -84,16 +85,18 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     });
     const creates = named(spans, 'create');
     expect(creates).toHaveLength(3);
-    expect(new Set(spanIds(commit!.links))).toStrictEqual(new Set(creates.map((span) => span.spanContext().spanId)));
+    expect(new Set(spanIds(commit!.links))).toStrictEqual(
+      new Set(creates.map((span) => span.spanContext().spanId)),
+    );
     for (const create of creates) expect(spanIds(create.links)).toStrictEqual([commit!.spanContext().spanId]);
   });
 
   it('starts no commit span, and keeps no trace context, when no create is traced', async () => {
     await store.webhookEndpoints.create(ENDPOINT, { maxPerOwner: 3 });
     const outbox = [{ id: `msg_${'a'.repeat(32)}`, url: HOOK, payload: '{}' }];
-    expect(await Promise.all([store.create({ id: 1n, name: 'Fern' }, outbox, undefined, '{}')])).toStrictEqual([
-      true,
-    ]);
+    expect(
+      await Promise.all([store.create({ id: 1n, name: 'Fern' }, outbox, undefined, '{}')]),
+    ).toStrictEqual([true]);
     expect(await finished()).toStrictEqual([]);
     const [hook] = await claimHook(store);
     const [fanned] = await claimEndpoint(store);
@@ -128,10 +131,14 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     const again = { id: ping.id, endpointId: ENDPOINT.id, maxPending: 10 };
     await traced().deliveries.redeliver(again);
     const [redeliver] = named(await finished(), 'deliveries.redeliver');
-    expect(await claimEndpoint(store)).toMatchObject([{ id: ping.id, traceContext: traceparent(redeliver!) }]);
+    expect(await claimEndpoint(store)).toMatchObject([
+      { id: ping.id, traceContext: traceparent(redeliver!) },
+    ]);
     await store.deliveries.markFailed(ping.id, 'HTTP 410', 410);
 
     await store.deliveries.redeliver(again);
-    expect(await claimEndpoint(store)).toMatchObject([{ id: ping.id, traceContext: traceparent(redeliver!) }]);
+    expect(await claimEndpoint(store)).toMatchObject([
+      { id: ping.id, traceContext: traceparent(redeliver!) },
+    ]);
   });
 });

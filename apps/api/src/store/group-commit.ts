@@ -25,7 +25,10 @@ export function groupCommit<T extends object>(
 
   function traced(batch: T[]): CommitSpan {
     if (carried.size === 0) return NOT_TRACED;
-    const span = startCommitSpan(system, batch.map((item) => carried.get(item)));
+    const span = startCommitSpan(
+      system,
+      batch.map((item) => carried.get(item)),
+    );
     for (const item of batch) carried.delete(item);
     return span;
   }

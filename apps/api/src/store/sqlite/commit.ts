@@ -97,8 +97,7 @@ export function sqliteCommit(db: Connection, path: string) {
       throw error;
     }
     const cause = await new Promise<Error | null>((done) => fdatasync(wal, done));
-    if (cause)
-      fail(new StoreUnavailableError('the write-ahead log could not be synced', { cause }), batch);
+    if (cause) fail(new StoreUnavailableError('the write-ahead log could not be synced', { cause }), batch);
     for (const [i, write] of batch.entries()) write.resolve(results[i]);
     if (batch.some((write) => write.appends)) for (const listener of watchers) listener();
   }

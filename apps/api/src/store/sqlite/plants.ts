@@ -81,7 +81,8 @@ export function sqlitePlants(
       return change(answer, (tx) => {
         if (tx.exec(SQL.insert, plant).changes === 0) return false;
         tx.exec(SQL.created, plant);
-        for (const delivery of outbox) tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
+        for (const delivery of outbox)
+          tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined) tx.exec(SQL.fanOut, { payload: endpointPayload, traceContext });
         return true;
       });
