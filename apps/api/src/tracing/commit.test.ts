@@ -32,7 +32,7 @@ function inStoreCall<T>(name: string, work: (span: Span) => T): T {
 
 beforeEach(() => exporter.reset());
 
-describe('the store hooks (what the group commit and the outbox will call)', () => {
+describe('the store hooks (what the group commit and the outbox call)', () => {
   it('capture nothing outside a recording span, and make no commit span for untraced writes', async () => {
     expect(activeStoreSpan()).toBeUndefined();
     expect(currentTraceparent()).toBeUndefined();
