@@ -1,5 +1,4 @@
-import type { Span } from '@opentelemetry/api';
-import { activeStoreSpan, type CommitSpan, NOT_TRACED, startCommitSpan } from '../tracing/commit.ts';
+import { commitTracing } from '../tracing/commit.ts';
 import type { DbSystem } from '../tracing/store.ts';
 
 /**
@@ -7,12 +6,8 @@ import type { DbSystem } from '../tracing/store.ts';
  * at its end (setImmediate), at most `max` items a batch, and `commit` makes each batch durable at
  * once (one transaction, one COMMIT); while `concurrency` batches are running, later items wait for
  * one of them to end and go out together then. `commit` answers each item of its batch itself, and
- * rejects, having done so, when the batch failed.
- *
- * An item pushed by a traced store call keeps the call's span (`push` runs before the call's first
- * `await`), and a batch carrying one is traced as a `commit` span of `system`, linked both ways
- * with those calls (tracing/commit.ts), ended once `commit` settles: nothing is kept or started
- * when no call is traced.
+ * rejects, having done so, when the batch failed. A batch carrying a traced call's item is traced as
+ * a `commit` of `system`, ended once `commit` settles (tracing/commit.ts).
  */
 export function groupCommit<T extends object>(
   commit: (batch: T[]) => Promise<void>,
@@ -21,17 +16,7 @@ export function groupCommit<T extends object>(
   const queued: T[] = [];
   let scheduled = false;
   const running = new Set<Promise<void>>();
-  const carried = new Map<T, Span>();
-
-  function traced(batch: T[]): CommitSpan {
-    if (carried.size === 0) return NOT_TRACED;
-    const span = startCommitSpan(
-      system,
-      batch.map((item) => carried.get(item)),
-    );
-    for (const item of batch) carried.delete(item);
-    return span;
-  }
+  const tracing = commitTracing<T>(system);
 
   function schedule(): void {
     if (scheduled || running.size >= concurrency || queued.length === 0) return;
@@ -40,7 +25,7 @@ export function groupCommit<T extends object>(
       scheduled = false;
       while (queued.length > 0 && running.size < concurrency) {
         const batch = queued.splice(0, max);
-        const span = traced(batch);
+        const span = tracing.start(batch);
         const done: Promise<void> = commit(batch)
           .then(() => span.end(), span.end)
           .finally(() => {
@@ -54,14 +39,14 @@ export function groupCommit<T extends object>(
 
   return {
     push(item: T): void {
-      const span = activeStoreSpan();
-      if (span) carried.set(item, span);
+      // Before the first `await` of the store call queueing it: its span is current only until then.
+      tracing.queued(item);
       queued.push(item);
       schedule();
     },
     /** What is queued and not yet going out, taken off the queue. */
     takeQueued(): T[] {
-      carried.clear();
+      tracing.clear();
       return queued.splice(0);
     },
     /** Resolves when the batches going out now are done; `undefined` when none is. */
