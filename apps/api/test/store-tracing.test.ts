@@ -8,7 +8,7 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import type { PlantStore } from '../src/store/store.ts';
+import type { Delivery, PlantStore } from '../src/store/store.ts';
 import { startTracing } from '../src/tracing/sdk.ts';
 import { storeTracer } from '../src/tracing/store.ts';
 import { TOKEN } from './support/http.ts';
@@ -110,13 +110,21 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
 
   it("gives each delivery a create enqueues, operator and endpoint alike, the create span's traceparent", async () => {
     await store.webhookEndpoints.create(ENDPOINT, { maxPerOwner: 3 });
-    const outbox = [{ id: `msg_${'b'.repeat(32)}`, url: HOOK, payload: '{"id":1}' }];
-    expect(await traced().create({ id: 1n, name: 'Fern' }, outbox, undefined, '{"id":1}')).toBe(true);
+    const outbox = (n: number) => [{ id: `msg_${String(n).repeat(32)}`, url: HOOK, payload: `{"id":${n}}` }];
+    // One batch: a traced create between two untraced ones.
+    expect(
+      await Promise.all([
+        store.create({ id: 1n, name: 'Fern' }, outbox(1), undefined, '{"id":1}'),
+        traced().create({ id: 2n, name: 'Moss' }, outbox(2), undefined, '{"id":2}'),
+        store.create({ id: 3n, name: 'Ivy' }, outbox(3), undefined, '{"id":3}'),
+      ]),
+    ).toStrictEqual([true, true, true]);
     const [create] = named(await finished(), 'create');
-    const [hook] = await claimHook(store);
-    const [fanned] = await claimEndpoint(store);
-    expect(hook).toMatchObject({ id: outbox[0]!.id, traceContext: traceparent(create!) });
-    expect(fanned).toMatchObject({ endpoint: { id: ENDPOINT.id }, traceContext: traceparent(create!) });
+    const byPayload = (claimed: Delivery[]) =>
+      Object.fromEntries(claimed.map((delivery) => [delivery.payload, delivery.traceContext ?? null]));
+    const expected = { '{"id":1}': null, '{"id":2}': traceparent(create!), '{"id":3}': null };
+    expect(byPayload(await claimHook(store))).toStrictEqual(expected);
+    expect(byPayload(await claimEndpoint(store))).toStrictEqual(expected);
   });
 
   it('gives a ping and a redelivery their own traceparent; an untraced redelivery keeps the last', async () => {

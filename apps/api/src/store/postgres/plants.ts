@@ -108,8 +108,8 @@ type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
   endpointPayload?: string | undefined;
-  /** The create's `traceparent`, when it was traced (`currentTraceparent`). */
-  traceContext: string | undefined;
+  /** The create's `traceparent`, only when it was traced (`currentTraceparent`). */
+  traceContext?: string | undefined;
   resolve(inserted: boolean): void;
   reject(error: unknown): void;
 };
@@ -120,8 +120,8 @@ const MAX_BATCH = 256;
 /** The parameters of `created` for these creates. Sorted by id, so concurrent batches take row locks in one order (no deadlock). */
 function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]) {
   const plants = creates.map((entry) => entry.plant).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const deliveries = creates.flatMap(({ plant, outbox, traceContext }) =>
-    outbox.map((delivery) => ({ ...delivery, plantId: plant.id, traceContext })),
+  const deliveries = creates.flatMap(({ plant, outbox }) =>
+    outbox.map((delivery) => ({ ...delivery, plantId: plant.id })),
   );
   const fanning = creates.filter((entry) => entry.endpointPayload !== undefined);
   return {
@@ -132,10 +132,13 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
     deliveryIds: deliveries.map((delivery) => delivery.id),
     urls: deliveries.map((delivery) => delivery.url),
     payloads: deliveries.map((delivery) => delivery.payload),
-    deliveryTraces: deliveries.map((delivery) => delivery.traceContext),
     fanning: fanning.map((entry) => entry.plant.id),
     endpointPayloads: fanning.map((entry) => entry.endpointPayload),
-    fanningTraces: fanning.map((entry) => entry.traceContext),
+    // Untraced, none: unnest reads the NULL arrays as NULL in every row.
+    ...(creates.some((entry) => entry.traceContext) && {
+      deliveryTraces: creates.flatMap(({ outbox, traceContext }) => outbox.map(() => traceContext)),
+      fanningTraces: fanning.map((entry) => entry.traceContext),
+    }),
   };
 }
 
@@ -189,11 +192,18 @@ export function postgresPlants(
 
   return {
     create(plant, outbox = [], answer, endpointPayload) {
-      const create = { plant, outbox, endpointPayload, traceContext: currentTraceparent() };
+      const traceContext = currentTraceparent();
       return call(() =>
         answer
-          ? keyedChange(SQL.createKeyed, { ...answer, ...creations([create]) })
-          : new Promise<boolean>((resolve, reject) => creates.push({ ...create, resolve, reject })),
+          ? keyedChange(SQL.createKeyed, {
+              ...answer,
+              ...creations([{ plant, outbox, endpointPayload, traceContext }]),
+            })
+          : new Promise<boolean>((resolve, reject) => {
+              const entry: PendingCreate = { plant, outbox, endpointPayload, resolve, reject };
+              if (traceContext) entry.traceContext = traceContext;
+              creates.push(entry);
+            }),
       );
     },
     delete: (id, answer) =>
