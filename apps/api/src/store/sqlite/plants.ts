@@ -1,4 +1,4 @@
-import type { NewPlant, PlantWithId } from '@plant-store/schema';
+import type { PlantWithId } from '@plant-store/schema';
 import {
   chose,
   type Filter,
