@@ -1,6 +1,7 @@
 import { ApiErrorSchema, NewPlantSchema } from '@plant-store/schema';
 import { getPathParameters } from 'trpc-to-openapi';
 import { z } from 'zod';
+import { EXPECTED_VERSION } from '../conditions.ts';
 import { type AnyOperation, takesBody } from '../operation.ts';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import type { RestRoute } from './rest.ts';
@@ -111,7 +112,7 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
       summary: 'Information about a new plant added to the store',
       description:
         'POSTed to every URL in WEBHOOK_URLS, and to every endpoint registered with `POST /webhook-endpoints` ' +
-        '(signed with its own secret, with `webhook-event: plant.created`), once a plant is created, signed as ' +
+        'that chose `plant.created` (the default; signed with its own secret), once a plant is created, signed as ' +
         'the Standard Webhooks specification describes. Any 2xx answer acknowledges it; anything else (or no answer in time) is ' +
         'retried with exponential backoff and jitter, with the same `webhook-id`: delivery is at least ' +
         'once, so de-duplicate by `webhook-id`.',
@@ -136,9 +137,11 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
               'To a registered endpoint: keyed with its secret, and during a rotation’s overlap a second, space-separated `v1,` signature with the previous secret',
             example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
           }),
-          'webhook-event': z.literal('plant.created').optional().meta({
+          'webhook-event': z.literal('plant.created').meta({
             description:
-              'The event type. Sent to endpoints registered with `POST /webhook-endpoints`, not to the WEBHOOK_URLS subscribers',
+              'The event type, on every delivery. The WEBHOOK_URLS subscribers get only `plant.created`; a ' +
+              'registered endpoint gets the types it chose (its `events`), `plant.updated` with ' +
+              '`{id, name, tag?, version, changed}` and `plant.deleted` with `{id}` as the body',
             example: 'plant.created',
           }),
         }),
@@ -175,23 +178,37 @@ function describe(operation: AnyOperation, path: string): ZodOpenApiOperationObj
     z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
   const inBody = takesBody(operation);
   const header = openapi.requestHeaders && { header: openapi.requestHeaders };
+  // A PATCH: a JSON Merge Patch in the body, the path's parameters beside it.
+  const patch = operation.body && {
+    requestBody: {
+      required: true,
+      content: {
+        'application/merge-patch+json': { schema: operation.body },
+        'application/json': { schema: operation.body },
+      },
+    },
+    requestParams: { path: pick(pathParams), ...header },
+  };
   return {
     operationId: openapi.operationId,
     summary: openapi.summary,
     description: openapi.description,
     tags: openapi.tags,
-    ...(inBody
-      ? {
-          requestBody: { required: true, content: { 'application/json': { schema: input } } },
-          ...(header && { requestParams: header }),
-        }
-      : {
-          requestParams: {
-            path: pick(pathParams),
-            query: pick(Object.keys(shape).filter((key) => !pathParams.includes(key))),
-            ...header,
-          },
-        }),
+    ...(patch ??
+      (inBody
+        ? {
+            requestBody: { required: true, content: { 'application/json': { schema: input } } },
+            ...(header && { requestParams: header }),
+          }
+        : {
+            requestParams: {
+              path: pick(pathParams),
+              query: pick(
+                Object.keys(shape).filter((key) => !pathParams.includes(key) && key !== EXPECTED_VERSION),
+              ),
+              ...header,
+            },
+          })),
     responses: { [status]: success, ...Object.fromEntries(errors) },
   };
 }

@@ -8,6 +8,9 @@ import {
   WebhookDeliverySchema,
   WebhookEndpointParamsSchema,
   WebhookEndpointSchema,
+  UpdateWebhookEndpointInputSchema,
+  WebhookEndpointPatchSchema,
+  DEFAULT_ENDPOINT_EVENTS,
   type CreatedWebhookEndpoint,
   type RotatedWebhookSecret,
   type WebhookDelivery,
@@ -102,6 +105,7 @@ function present(endpoint: StoredEndpoint): WebhookEndpoint {
     url: endpoint.url,
     description: endpoint.description,
     createdAt: endpoint.createdAt.toISOString(),
+    events: endpoint.events,
     disabled:
       endpoint.disabled === null
         ? null
@@ -154,9 +158,9 @@ export const createWebhookEndpoint = defineOperation({
     operationId: 'createWebhookEndpoint',
     summary: 'Register a webhook endpoint',
     description:
-      'Registers an endpoint of this token: from now on every new plant is POSTed to it (event ' +
-      '`plant.created`), signed as Standard Webhooks describes with the secret in this answer, which is ' +
-      'shown only here. The URL must be https and resolve only to public addresses. The token needs the ' +
+      'Registers an endpoint of this token: from now on every event of the types in `events` (by default ' +
+      'only `plant.created`, every new plant) is POSTed to it with its type in `webhook-event`, signed as ' +
+      'Standard Webhooks describes with the secret in this answer, which is shown only here. The URL must be https and resolve only to public addresses. The token needs the ' +
       '`read` scope as well as `webhooks`, since the endpoint receives every plant; it is delivered to only ' +
       'while the token stays active with both (otherwise it is disabled: see `disabled`).',
     tags: TAGS,
@@ -174,7 +178,10 @@ export const createWebhookEndpoint = defineOperation({
   },
   input: NewWebhookEndpointSchema,
   output: CreatedWebhookEndpointSchema,
-  async run(ctx, { url, description }): Promise<CreatedWebhookEndpoint> {
+  async run(
+    ctx,
+    { url, description, events = [...DEFAULT_ENDPOINT_EVENTS] },
+  ): Promise<CreatedWebhookEndpoint> {
     // An endpoint receives every new plant: what only a token that may read plants may see.
     if (!ctx.principal.scopes.includes('read')) {
       throw new RequestError('forbidden', 'This token lacks the read scope this operation needs.');
@@ -196,7 +203,7 @@ export const createWebhookEndpoint = defineOperation({
     const secret = newEndpointSecret();
     const created = await storeCall(() =>
       ctx.store.webhookEndpoints.create(
-        { id, owner, url, description: description ?? null, secret: box.seal(secret, id) },
+        { id, owner, url, description: description ?? null, events, secret: box.seal(secret, id) },
         { maxPerOwner: perToken },
       ),
     );
@@ -244,6 +251,40 @@ export const getWebhookEndpoint = defineOperation({
   async run(ctx, { id }): Promise<WebhookEndpoint> {
     settingsOf(ctx);
     return present(await ownEndpoint(ctx, id));
+  },
+});
+
+export const updateWebhookEndpoint = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'PATCH',
+    path: '/webhook-endpoints/{id}',
+    operationId: 'updateWebhookEndpoint',
+    summary: 'Change a webhook endpoint',
+    description:
+      'Changes which event types the endpoint receives (`events`) or its note (`description`, null to ' +
+      'remove it), by a JSON Merge Patch (`application/merge-patch+json` or `application/json`): what the ' +
+      'patch leaves out stays. Events committed from then on follow the new choice; deliveries already ' +
+      'enqueued are still sent.',
+    tags: TAGS,
+    successDescription: 'The endpoint after the change',
+    errorResponses: {
+      ...NOT_FOUND,
+      400: 'The id is malformed, or the body is not a WebhookEndpointPatch',
+      413: 'The body is larger than the limit',
+      415: 'The body is not application/merge-patch+json or application/json',
+      ...ENDPOINT_ERRORS,
+    },
+  },
+  input: UpdateWebhookEndpointInputSchema,
+  body: WebhookEndpointPatchSchema,
+  output: WebhookEndpointSchema,
+  async run(ctx, { id, events, description }): Promise<WebhookEndpoint> {
+    settingsOf(ctx);
+    const updated = await storeCall(() =>
+      ctx.store.webhookEndpoints.update(id, ctx.principal.tokenName, { events, description }),
+    );
+    return present(updated ?? noSuchEndpoint(id));
   },
 });
 

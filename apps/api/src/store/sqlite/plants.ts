@@ -1,11 +1,22 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
-import { type PlantRow, pageStart, toPlant } from '../plants.ts';
+import {
+  type Filter,
+  filtered,
+  filterOf,
+  KEYED,
+  type ListOptions,
+  type PlantRow,
+  pageStart,
+  plantChanges,
+  toPlant,
+} from '../plants.ts';
 import { statements } from '../sql.ts';
 import {
   KeyClaimLostError,
   type KeyedAnswer,
   PAGE_BUDGET_BYTES,
+  type PlantPage,
   type PlantStore,
   textBytes,
 } from '../store.ts';
@@ -13,28 +24,34 @@ import type { SqliteTx, sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
-  insert: 'INSERT INTO plants (id, name, tag) VALUES (@id, @name, @tag) ON CONFLICT (id) DO NOTHING',
-  delete: 'DELETE FROM plants WHERE id = @id',
-  created: `INSERT INTO plant_events (type, plant_id, name, tag, created_at)
-    VALUES ('plant.created', @id, @name, @tag, {now})`,
-  deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
+  // The plant's version is the id its event gets: one past the greatest AUTOINCREMENT ever gave
+  // (sqlite_sequence), drawn in the group commit's transaction, the only writer.
+  insert: `INSERT INTO plants (id, name, tag, version)
+    VALUES (@id, @name, @tag, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'plant_events'))
+    ON CONFLICT (id) DO NOTHING RETURNING version`,
+  created: `INSERT INTO plant_events (id, type, plant_id, name, tag, created_at)
+    VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
-  // One delivery per enabled endpoint, as the table holds them in this transaction.
+  // One delivery per enabled endpoint that chose the event, as the table holds them in this transaction.
   fanOut: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
-    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, 'plant.created', @payload, @traceContext, {now}, {now}, {now}
-    FROM webhook_endpoints WHERE disabled_at IS NULL`,
-  holds: `SELECT 1 AS one FROM idempotency_keys
-    WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL`,
-  complete: `UPDATE idempotency_keys SET status = @status, body = @body
-    WHERE token_name = @tokenName AND key = @key AND claim = @claim`,
+    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, @traceContext, {now}, {now}, {now}
+    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
-/** What a keyed create or delete answers when its request no longer holds the key. */
+// Filtered pages, read row by row up to the page's budget (a window function, as PostgreSQL's
+// bounded page, costs SQLite twice the reading of the rows themselves).
+const FILTERED = statements('sqlite.plants.page', {
+  tag: filtered('tag'),
+  prefix: filtered('prefix'),
+  both: filtered('both'),
+});
+
+/** What a keyed create answers when its request no longer holds the key. */
 const CLAIM_LOST = Symbol('claim lost');
 
-/** A `plants` row read with `.raw()`: id, name, tag. */
-type PlantTuple = [bigint, string, string | null];
+/** A `plants` row read with `.raw()`: id, name, tag, version. */
+type PlantTuple = [bigint, string, string | null, bigint];
 
 /**
  * The SQLite store's plant writes, in its group commit (a duplicate id fails only its own create, and
@@ -43,16 +60,16 @@ type PlantTuple = [bigint, string, string | null];
 export function sqlitePlants(
   db: Connection,
   engine: ReturnType<typeof sqliteCommit>,
-): Pick<PlantStore, 'create' | 'delete' | 'list'> {
+): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   /**
-   * A change carrying `answer` is made only while its request holds the key (the transaction holds
+   * A create carrying `answer` is made only while its request holds the key (the transaction holds
    * the write lock, so nobody takes it over in between), and its answer is stored with it.
    */
-  async function change(answer: KeyedAnswer | undefined, make: (tx: SqliteTx) => boolean) {
+  async function change(answer: KeyedAnswer | undefined, make: (tx: SqliteTx) => bigint | false) {
     const changed = await engine.transaction((tx) => {
-      if (answer && tx.exec(SQL.holds, answer).rows.length === 0) return CLAIM_LOST;
+      if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
       const made = make(tx);
-      if (made && answer) tx.exec(SQL.complete, answer);
+      if (made !== false && answer) tx.exec(KEYED.answer, answer);
       return made;
     }, true);
     if (changed === CLAIM_LOST) throw new KeyClaimLostError();
@@ -60,7 +77,7 @@ export function sqlitePlants(
   }
 
   const select = db.prepare<[bigint, number], PlantRow>(
-    'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
+    'SELECT id, name, tag, version FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
   );
   // The same page as rows of [id, name, tag]: one call reads them all (see `list`).
   const selectRaw = db.prepare<[bigint, number], PlantTuple>(select.source).raw(true);
@@ -75,50 +92,78 @@ export function sqlitePlants(
     )
     .pluck(true);
 
+  const prepared = new Map(
+    Object.entries(FILTERED).map(([filter, { sqlite }]) => [
+      filter,
+      { ...sqlite, statement: db.prepare<unknown[], PlantRow>(sqlite.text) },
+    ]),
+  );
+
   return {
     create(plant, outbox = [], answer, endpointPayload) {
       const traceContext = currentTraceparent();
       return change(answer, (tx) => {
-        if (tx.exec(SQL.insert, plant).changes === 0) return false;
-        tx.exec(SQL.created, plant);
+        const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
+        if (inserted === undefined) return false;
+        tx.exec(SQL.created, { ...plant, version: inserted.version });
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
-        if (endpointPayload !== undefined) tx.exec(SQL.fanOut, { payload: endpointPayload, traceContext });
-        return true;
+        if (endpointPayload !== undefined)
+          tx.exec(SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
+        return inserted.version;
       });
     },
-    delete: (id, answer) =>
-      change(answer, (tx) => {
-        if (tx.exec(SQL.delete, { id }).changes === 0) return false;
-        tx.exec(SQL.deleted, { id });
-        return true;
-      }),
-    list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
-      engine.read(() => {
-        const from = pageStart(after);
-        if (from === undefined) return { plants: [], more: false };
-        // The usual page fits its budget: SQLite says so first (without reading the text out), then
-        // one all() reads it, cheaper than stepping row by row.
-        if (pageBytes.get({ from, limit })! <= maxBytes) {
-          const rows = selectRaw.all(from, limit + 1);
-          const plants: PlantWithId[] = [];
-          for (let i = 0; i < rows.length && i < limit; i++) {
-            const [id, name, tag] = rows[i]!;
-            plants.push(tag === null ? { id, name } : { id, name, tag });
-          }
-          return { plants, more: rows.length > limit };
-        }
-        // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
-        const plants: PlantWithId[] = [];
-        let bytes = 0;
-        for (const row of select.iterate(from, limit + 1)) {
-          bytes += textBytes(row);
-          // Leaving the loop ends the statement.
-          if (plants.length === limit || (plants.length > 0 && bytes > maxBytes))
-            return { plants, more: true };
-          plants.push(toPlant(row));
-        }
-        return { plants, more: false };
-      }),
+    ...plantChanges({
+      transaction: (work) => engine.transaction(work, true),
+      lockEvents: async () => {},
+      fanOut: SQL.fanOut,
+    }),
+    list: (options) => {
+      const filter = filterOf(options);
+      return filter === undefined ? unfiltered(options) : filteredRows(filter, options);
+    },
   };
+
+  function filteredRows(filter: Filter, options: ListOptions): Promise<PlantPage> {
+    const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
+    return engine.read(() => {
+      const from = pageStart(after);
+      if (from === undefined) return { plants: [], more: false };
+      const { statement, names } = prepared.get(filter)!;
+      const params: Record<string, unknown> = { ...options, from, limit: limit + 1 };
+      return byRow(statement.iterate(...names.map((name) => params[name])), limit, maxBytes);
+    });
+  }
+
+  function unfiltered({ limit, after, maxBytes = PAGE_BUDGET_BYTES }: ListOptions): Promise<PlantPage> {
+    return engine.read(() => {
+      const from = pageStart(after);
+      if (from === undefined) return { plants: [], more: false };
+      // The usual page fits its budget: SQLite says so first (without reading the text out), then
+      // one all() reads it, cheaper than stepping row by row.
+      if (pageBytes.get({ from, limit })! <= maxBytes) {
+        const rows = selectRaw.all(from, limit + 1);
+        const plants: PlantWithId[] = [];
+        for (let i = 0; i < rows.length && i < limit; i++) {
+          const [id, name, tag, version] = rows[i]!;
+          plants.push(tag === null ? { id, name, version } : { id, name, tag, version });
+        }
+        return { plants, more: rows.length > limit };
+      }
+      return byRow(select.iterate(from, limit + 1), limit, maxBytes);
+    });
+  }
+}
+
+/** A page read row by row, so that it stops reading once its budget is spent (all() would read `limit` rows). */
+function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number): PlantPage {
+  const plants: PlantWithId[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    bytes += textBytes(row);
+    // Leaving the loop ends the statement.
+    if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
+    plants.push(toPlant(row));
+  }
+  return { plants, more: false };
 }
