@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ApiProcess, apiProcessPerFile, startApiProcess } from '@plant-store/api/testing';
-import { type PlantWithId, stringifyJson } from '@plant-store/schema';
+import { type NewPlant, type PlantWithId, stringifyJson } from '@plant-store/schema';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRestClient } from '../src/index.ts';
 import { runPlants, runPlantsOnTerminal } from './support/plants-cli.ts';
@@ -210,7 +210,7 @@ describe('plants import', () => {
 
 describe('plants export, and a round trip into a fresh store', () => {
   /** Plants with the edges of int64, tags absent, empty and present, and CSV's special characters. */
-  const seed = Array.from({ length: 2_345 }, (_, i): PlantWithId => {
+  const seed = Array.from({ length: 2_345 }, (_, i): NewPlant => {
     const id = [-(2n ** 63n), 2n ** 53n + 1n, 2n ** 63n - 1n][i] ?? BigInt(i * 7919 - 5_000_000);
     const name = ['Fern, "the" green', 'multi\nline', '🌿 ünïcode', ` ${i}`][i % 4]!;
     const tag = [undefined, '', 'herb'][i % 3];
