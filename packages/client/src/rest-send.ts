@@ -9,7 +9,7 @@ export type CallOptions = {
   /** Aborts the call, e.g. `AbortSignal.timeout(5_000)`; it then fails with `status` 0. */
   signal?: AbortSignal;
   /**
-   * `createPlant` and `deletePlant`: the `Idempotency-Key` sent with every attempt of this call; a
+   * `createPlant`, `updatePlant` and `deletePlant`: the `Idempotency-Key` sent with every attempt of this call; a
    * new random UUID when omitted (none with retries off). Pass your own to retry across processes.
    */
   idempotencyKey?: string;
@@ -31,7 +31,7 @@ export type Call<T> = {
   body?: unknown;
   /** `undefined`: a success has no body (204). */
   answer: AnswerSchema<T> | undefined;
-  /** Sent as `Idempotency-Key`, and the call retried as `RetryOptions` says: a create or a delete. */
+  /** Sent as `Idempotency-Key`, and the call retried as `RetryOptions` says: a create, update or delete. */
   idempotencyKey?: string;
   /**
    * Safe to send again without a key, so retried as `RetryOptions` says: `'safe'` for a call whose

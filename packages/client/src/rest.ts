@@ -98,8 +98,8 @@ export type RestClientOptions = {
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
   /**
-   * How creates and deletes are retried (see {@link RetryOptions}); 3 attempts by default. While
-   * retries are on, each create and delete carries an `Idempotency-Key` (a new random UUID).
+   * How creates, updates and deletes are retried (see {@link RetryOptions}); 3 attempts by default. While
+   * retries are on, each of them carries an `Idempotency-Key` (a new random UUID).
    */
   retry?: RetryOptions;
 };
@@ -154,7 +154,7 @@ export type RestClient = {
    */
   deletePlant(id: PlantId, options?: ConditionalOptions): Promise<void>;
   /**
-   * `GET /plants/events`: every create and delete committed from now on (or after the event id
+   * `GET /plants/events`: every create, update and delete committed from now on (or after the event id
    * `after`; `0n` for every event the server still keeps), in order, as they commit; only those of
    * `types` when given (event ids then have gaps: they are the log's). It reconnects
    * by itself after a network error, a dropped connection or a 429/503, resuming after the last
@@ -266,7 +266,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
           body: patch,
           contentType: MERGE_PATCH,
           answer: PlantWithIdSchema,
-          conditions: ifMatch(call),
+          conditions: ifMatchHeader(call),
           idempotencyKey,
         },
         call,
@@ -280,7 +280,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
           method: 'DELETE',
           path: `/plants/${id}`,
           answer: undefined,
-          conditions: ifMatch(call),
+          conditions: ifMatchHeader(call),
           idempotencyKey,
         },
         call,
@@ -297,7 +297,7 @@ function etagOf(version: PlantVersion): string {
 }
 
 /** The `If-Match` header of a conditional change. */
-function ifMatch({ ifMatch, expectedVersion }: ConditionalOptions): Call<unknown>['conditions'] {
+function ifMatchHeader({ ifMatch, expectedVersion }: ConditionalOptions): Call<unknown>['conditions'] {
   const value = expectedVersion === undefined ? ifMatch : etagOf(expectedVersion);
   return value === undefined ? undefined : { 'if-match': value };
 }

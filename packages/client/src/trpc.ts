@@ -68,12 +68,12 @@ export type TrpcClientOptions = {
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
   /**
-   * How `plants.create` and `plants.delete` (and the webhook endpoint calls that are safe to
+   * How `plants.create`, `plants.update` and `plants.delete` (and the webhook endpoint calls that are safe to
    * repeat) are retried (see {@link RetryOptions}); 3 attempts by
    * default. While retries are on, each is sent on its own (a key names one request, so keyed calls
    * are not batched) with an `Idempotency-Key`, the same on every attempt; pass
    * `{ context: { idempotencyKey } }` as the mutation's options to choose it. With
-   * `{ attempts: 1 }` creates and deletes carry no key and are batched like every other call.
+   * `{ attempts: 1 }` they carry no key and are batched like every other call.
    */
   retry?: RetryOptions;
   /**
