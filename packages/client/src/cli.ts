@@ -7,6 +7,7 @@ import {
   INTEGER_LITERAL,
   ListPlantsQuerySchema,
   MAX_LIST_LIMIT,
+  type NewPlant,
   type PlantEvent,
   type PlantId,
   PlantIdSchema,
@@ -546,7 +547,7 @@ function parseLimit(text: string): number {
 }
 
 /** Plants as JSON (one object, or an array) or as a table with one row each. */
-function showPlants(plants: PlantWithId[], out: Output, shape: 'one' | 'many'): void {
+function showPlants(plants: Shown[], out: Output, shape: 'one' | 'many'): void {
   if (out.json) {
     out.print(stringifyJson(shape === 'one' ? bodyOf(plants[0]!) : plants.map(bodyOf)));
     return;
@@ -559,9 +560,12 @@ function showPlants(plants: PlantWithId[], out: Output, shape: 'one' | 'many'): 
   printTable(out, [['ID', 'NAME', 'TAG'], ...rows], [0]);
 }
 
+/** A plant to show: with its version, but for a create answered by the replay of an earlier attempt. */
+type Shown = NewPlant & { version?: bigint };
+
 /** A plant as the api's bodies show it, whatever else the client added (its `etag`). */
-function bodyOf({ id, name, tag, version }: PlantWithId): PlantWithId {
-  return { id, name, ...(tag !== undefined && { tag }), version };
+function bodyOf({ id, name, tag, version }: Shown): Shown {
+  return { id, name, ...(tag !== undefined && { tag }), ...(version !== undefined && { version }) };
 }
 
 /** The options of a call that changes a plant: its timeout, and `--if-match` when given. */

@@ -86,8 +86,13 @@ export type PlantWithEtag = PlantWithId & {
   etag: string;
 };
 
-/** What `createPlant` resolves to: the server's `Plant` answer, with the version and ETag of its header. */
-export type CreatedPlant = Plant & { version: PlantVersion; etag: string };
+/**
+ * What `createPlant` resolves to: the server's `Plant` answer, with the new plant's version and ETag
+ * from its `ETag` header. Both are absent when the answer is the replay of an earlier attempt with
+ * the same `Idempotency-Key` (the api keeps the body of a keyed answer, not its ETag): `getPlant`
+ * tells the plant's version now.
+ */
+export type CreatedPlant = Plant & { version?: PlantVersion; etag?: string };
 
 /** Options of {@link createRestClient}. */
 export type RestClientOptions = {
@@ -121,7 +126,7 @@ export type PlantPage = {
 export type RestClient = {
   /**
    * `POST /plants`: creates a plant and resolves to it as the server answered (`Plant`, no id), with
-   * the new plant's `version` and `etag` (from the `ETag` header).
+   * the new plant's `version` and `etag` (from the `ETag` header; not on a replayed answer).
    */
   createPlant(plant: NewPlant, options?: CallOptions): Promise<CreatedPlant>;
   /**
@@ -245,12 +250,11 @@ export function createRestClient(options: RestClientOptions): RestClient {
         { method: 'POST', path: '/plants', body: plant, answer: PlantSchema, idempotencyKey },
         call,
       );
-      const etag = answer.headers.get('etag') ?? '';
+      const etag = answer.headers.get('etag');
+      if (etag === null) return answer.data;
       const version = VERSION_ETAG.exec(etag)?.[1];
       const parsed = version === undefined ? undefined : PlantVersionSchema.safeParse(BigInt(version));
-      if (!parsed?.success) {
-        throw unusableAnswer(answer, 'POST', `its ETag (${etag || 'none'}) is not a plant version`);
-      }
+      if (!parsed?.success) throw unusableAnswer(answer, 'POST', `its ETag (${etag}) is not a plant version`);
       return { ...answer.data, version: parsed.data, etag };
     },
     listPlants,
