@@ -338,10 +338,13 @@ describe('plants endpoints: errors and exit statuses', () => {
     const before = requestsLogged();
     const id = 'we_0123456789abcdef01234567';
     const cases: [string[], string][] = [
-      [['endpoints'], 'endpoints needs a subcommand (add, list, rm, rotate, deliveries, redeliver, ping).'],
+      [
+        ['endpoints'],
+        'endpoints needs a subcommand (add, list, update, rm, rotate, deliveries, redeliver, ping).',
+      ],
       [
         ['endpoints', 'remove', id],
-        'unknown endpoints subcommand "remove" (add, list, rm, rotate, deliveries, redeliver, ping).',
+        'unknown endpoints subcommand "remove" (add, list, update, rm, rotate, deliveries, redeliver, ping).',
       ],
       [['endpoints', 'add'], 'endpoints add needs one URL.'],
       [['endpoints', 'rm'], 'endpoints rm needs one endpoint id.'],
