@@ -227,10 +227,7 @@ async function list(connection: Connection, values: Values, _operands: string[],
   if (values['max-plants'] !== undefined && !values.all) throw new UsageError('--max-plants needs --all.');
   const maxPlants =
     values['max-plants'] === undefined ? MAX_LISTED_PLANTS : parseCount(values['max-plants'], '--max-plants');
-  const filters = {
-    ...(values.tag !== undefined && { tag: values.tag }),
-    ...(values['name-prefix'] !== undefined && { name_prefix: values['name-prefix'] }),
-  };
+  const filters = parseFilters(values);
   const plants: PlantWithId[] = [];
   let text = 0;
   let next: PlantId | undefined;
@@ -531,6 +528,19 @@ function parseEventId(text: string): bigint {
   const parsed = INTEGER_LITERAL.test(text) ? EventIdSchema.safeParse(BigInt(text)) : undefined;
   if (parsed?.success) return parsed.data;
   throw new UsageError(`--after must be an event id, an integer from 0 to 9223372036854775807 ("${text}").`);
+}
+
+const FiltersSchema = ListPlantsQuerySchema.pick({ tag: true, name_prefix: true });
+
+/** `--tag` and `--name-prefix`, checked as the server checks them (too long: wrong usage, nothing sent). */
+function parseFilters(values: Values) {
+  const parsed = FiltersSchema.safeParse({
+    ...(values.tag !== undefined && { tag: values.tag }),
+    ...(values['name-prefix'] !== undefined && { name_prefix: values['name-prefix'] }),
+  });
+  if (parsed.success) return parsed.data;
+  const [issue] = parsed.error.issues;
+  throw new UsageError(`--${issue?.path[0] === 'tag' ? 'tag' : 'name-prefix'} ${issue?.message}.`);
 }
 
 function parseCount(text: string, what: string): number {

@@ -137,6 +137,8 @@ describe('plants get and update', () => {
     ],
     [['update', '--name', 'x'], 'update needs one id.'],
     [['get', '1', '--etag', '--json'], '--etag prints the ETag alone: leave out --json.'],
+    [['list', '--tag', 'x'.repeat(101)], '--tag must be at most 100 characters.'],
+    [['list', '--name-prefix', 'x'.repeat(201)], '--name-prefix must be at most 200 characters.'],
     [['import', 'x.csv', '--on-conflict', 'replace'], '--on-conflict must be skip or update ("replace").'],
     [['create', '--id', '5', '--name', 'x', '--if-match', '*'], 'create takes no --if-match.'],
   ])('plants %j exits 2 without sending anything', async (args, message) => {
