@@ -78,7 +78,7 @@ const SQL = statements('postgres.plants', {
   notify: `SELECT pg_notify('${EVENTS_CHANNEL}', '')`,
   fanOut: `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
     SELECT ${NEW_DELIVERY_ID}, id, url, @event, @payload FROM webhook_endpoints
-    WHERE disabled_at IS NULL AND ',' || events || ',' LIKE @pattern`,
+    WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 
 /** A create waiting for its batch. */

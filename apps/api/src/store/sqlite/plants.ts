@@ -1,6 +1,5 @@
 import type { PlantWithId } from '@plant-store/schema';
 import {
-  chose,
   type Filter,
   filtered,
   filterOf,
@@ -37,7 +36,7 @@ const SQL = statements('sqlite.plants', {
   fanOut: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
     SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, {now}, {now}, {now}
-    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE @pattern`,
+    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 // Filtered pages, read row by row up to the page's budget (a window function, as PostgreSQL's
 // bounded page, costs SQLite twice the reading of the rows themselves).
@@ -107,11 +106,7 @@ export function sqlitePlants(
         tx.exec(SQL.created, { ...plant, version: inserted.version });
         for (const delivery of outbox) tx.exec(SQL.enqueue, delivery);
         if (endpointPayload !== undefined)
-          tx.exec(SQL.fanOut, {
-            event: 'plant.created',
-            pattern: chose('plant.created'),
-            payload: endpointPayload,
-          });
+          tx.exec(SQL.fanOut, { event: 'plant.created', payload: endpointPayload });
         return inserted.version;
       }),
     ...plantChanges({
