@@ -1,6 +1,7 @@
 import type { NewPlant } from '@plant-store/schema';
 import { PlantStoreError } from './errors.ts';
 import type { Entry } from './plant-file.ts';
+import type { PlantReplacement } from './trpc-batch.ts';
 
 /** A line that was not imported, and why. */
 export type Problem = { line: number; message: string };
@@ -9,7 +10,9 @@ export type Problem = { line: number; message: string };
 export type ImportSummary = {
   /** Plants created now. */
   created: number;
-  /** Plants whose id the store already held (409): what a re-run skips. */
+  /** Plants whose id the store already held, updated to what their line says (with `updateBatch`). */
+  updated: number;
+  /** Plants whose id the store already held (409), left as they were: what a re-run skips. */
   present: number;
   /** Lines that are no plant: refused here by `NewPlantSchema`, or by the server (400). */
   invalid: Problem[];
@@ -20,6 +23,11 @@ export type ImportSummary = {
 export type ImportOptions = {
   /** Creates plants in one request, settling each call on its own (a tRPC batch). */
   createBatch(plants: NewPlant[]): Promise<PromiseSettledResult<unknown>[]>;
+  /**
+   * Given: a plant whose id exists (409) is updated in one more request to what its line says
+   * (name, and tag or none), and counts as updated instead of already present.
+   */
+  updateBatch?(plants: PlantReplacement[]): Promise<PromiseSettledResult<unknown>[]>;
   /** Calls per batch. */
   batchSize: number;
   /** Bytes of one batch's request body, at most (roughly: see `encodedSize`). */
@@ -31,7 +39,7 @@ export type ImportOptions = {
 };
 
 /**
- * Creates the plants of `entries` in batches, a bounded number in flight, reading the entries only
+ * Creates the plants of `entries` (or, with `updateBatch`, updates those that exist) in batches, a bounded number in flight, reading the entries only
  * as fast as batches complete. Throws the `PlantStoreError` of a call that shows the import cannot
  * go on: no answer (status 0), or a token refused (401, 403).
  */
@@ -39,35 +47,50 @@ export async function importPlants(
   entries: AsyncIterable<Entry>,
   options: ImportOptions,
 ): Promise<ImportSummary> {
-  const { createBatch, batchSize, batchBytes, concurrency, onProgress } = options;
-  const summary: ImportSummary = { created: 0, present: 0, invalid: [], failed: [] };
+  const { createBatch, updateBatch, batchSize, batchBytes, concurrency, onProgress } = options;
+  const summary: ImportSummary = { created: 0, updated: 0, present: 0, invalid: [], failed: [] };
   let done = 0;
   const progress = (lines: number) => {
     done += lines;
     onProgress?.(done);
   };
 
-  const send = async (batch: { line: number; plant: NewPlant }[]) => {
-    const results = await createBatch(batch.map((entry) => entry.plant));
+  /** Counts each call's outcome; resolves to the entries whose id exists (409). */
+  const count = (
+    batch: { line: number; plant: NewPlant }[],
+    results: PromiseSettledResult<unknown>[],
+    done: 'created' | 'updated',
+  ) => {
+    const conflicts: { line: number; plant: NewPlant }[] = [];
     results.forEach((result, i) => {
-      const { line } = batch[i]!;
+      const entry = batch[i]!;
       if (result.status === 'fulfilled') {
-        summary.created++;
+        summary[done]++;
         return;
       }
       const error = result.reason;
       if (!(error instanceof PlantStoreError) || [0, 401, 403].includes(error.status)) throw error;
-      if (error.status === 409) summary.present++;
+      if (error.status === 409 && done === 'created') conflicts.push(entry);
       else if (error.status === 400)
-        summary.invalid.push({ line, message: error.serverMessage ?? error.message });
+        summary.invalid.push({ line: entry.line, message: error.serverMessage ?? error.message });
       // Without the server's message, the error's own says the call and the status.
       else
         summary.failed.push({
-          line,
+          line: entry.line,
           message:
             error.serverMessage === undefined ? error.message : `${error.status} ${error.serverMessage}`,
         });
     });
+    return conflicts;
+  };
+
+  const send = async (batch: { line: number; plant: NewPlant }[]) => {
+    const conflicts = count(batch, await createBatch(batch.map((entry) => entry.plant)), 'created');
+    if (updateBatch === undefined || conflicts.length === 0) summary.present += conflicts.length;
+    else {
+      const replacements = conflicts.map(({ plant: { id, name, tag } }) => ({ id, name, tag: tag ?? null }));
+      count(conflicts, await updateBatch(replacements), 'updated');
+    }
     progress(batch.length);
   };
 

@@ -4,7 +4,9 @@ import {
   stringifyJson,
   type WebhookDelivery,
   WebhookDeliveryIdSchema,
+  type WebhookEndpoint,
   WebhookEndpointIdSchema,
+  WebhookEndpointPatchSchema,
 } from '@plant-store/schema';
 import {
   type Command,
@@ -12,6 +14,7 @@ import {
   callOptions,
   EXIT,
   type Output,
+  parseEventTypes,
   printTable,
   report,
   UsageError,
@@ -22,8 +25,17 @@ import { visible } from './terminal-text.ts';
 
 /** `plants endpoints <subcommand>`: the token's own webhook endpoints, over the REST client. */
 export const ENDPOINT_COMMANDS = new Map<string, Command>([
-  ['add', { options: ['description'], operands: 1, needs: 'one URL', run: add }],
+  ['add', { options: ['description', 'events'], operands: 1, needs: 'one URL', run: add }],
   ['list', { options: [], operands: 0, run: list }],
+  [
+    'update',
+    {
+      options: ['events', 'description', 'clear-description'],
+      operands: 1,
+      needs: 'one endpoint id',
+      run: update,
+    },
+  ],
   ['rm', { options: [], operands: 1, needs: 'one endpoint id', run: remove }],
   ['rotate', { options: [], operands: 1, needs: 'one endpoint id', run: rotate }],
   [
@@ -41,10 +53,13 @@ async function add(connection: Connection, values: Values, [url]: string[], out:
   const parsed = NewWebhookEndpointSchema.safeParse({
     url,
     ...(values.description !== undefined && { description: values.description }),
+    ...(values.events !== undefined && { events: parseEventTypes([values.events], '--events') }),
   });
   if (!parsed.success) {
     const [issue] = parsed.error.issues;
-    throw new UsageError(`${issue?.path[0] === 'url' ? 'the URL' : '--description'} ${issue?.message}.`);
+    throw new UsageError(
+      `${issue?.path[0] === 'url' ? 'the URL' : `--${String(issue?.path[0])}`} ${issue?.message}.`,
+    );
   }
   const endpoint = await createRestClient(connection).endpoints.create(parsed.data, callOptions());
   if (out.json) {
@@ -69,16 +84,45 @@ async function list(connection: Connection, _values: Values, _operands: string[]
     out.print('No webhook endpoints.');
     return EXIT.ok;
   }
-  const rows = endpoints.map(({ id, url, description, createdAt, disabled }) => [
+  printTable(out, [ENDPOINT_HEADER, ...endpoints.map(endpointRow)]);
+  return EXIT.ok;
+}
+
+async function update(connection: Connection, values: Values, [text]: string[], out: Output) {
+  const id = parseEndpointId(text!);
+  if (values.description !== undefined && values['clear-description']) {
+    throw new UsageError('give --description or --clear-description, not both.');
+  }
+  const parsed = WebhookEndpointPatchSchema.safeParse({
+    ...(values.events !== undefined && { events: parseEventTypes([values.events], '--events') }),
+    ...(values.description !== undefined && { description: values.description }),
+    ...(values['clear-description'] && { description: null }),
+  });
+  if (!parsed.success) {
+    const [issue] = parsed.error.issues;
+    throw new UsageError(`--${String(issue?.path[0])} ${issue?.message}.`);
+  }
+  if (Object.keys(parsed.data).length === 0) {
+    throw new UsageError('endpoints update needs --events, --description or --clear-description.');
+  }
+  const endpoint = await createRestClient(connection).endpoints.update(id, parsed.data, callOptions());
+  if (out.json) out.print(stringifyJson(endpoint));
+  else printTable(out, [ENDPOINT_HEADER, endpointRow(endpoint)]);
+  return EXIT.ok;
+}
+
+const ENDPOINT_HEADER = ['ID', 'URL', 'EVENTS', 'STATUS', 'CREATED', 'DESCRIPTION'];
+
+function endpointRow({ id, url, events, description, createdAt, disabled }: WebhookEndpoint): string[] {
+  return [
     id,
     visible(url),
+    events.join(','),
     // A disabled endpoint is sent nothing (its token revoked, without read, or an operator's choice).
     disabled === null ? 'active' : `disabled (${visible(disabled.reason)})`,
     createdAt,
     visible(description ?? ''),
-  ]);
-  printTable(out, [['ID', 'URL', 'STATUS', 'CREATED', 'DESCRIPTION'], ...rows]);
-  return EXIT.ok;
+  ];
 }
 
 async function remove(connection: Connection, _values: Values, [text]: string[], out: Output) {

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { PLANT_EVENT_TYPES, type PlantEventType } from '@plant-store/schema';
 import { visible } from './terminal-text.ts';
 
 /** The exit statuses scripts can rely on. */
@@ -24,6 +25,13 @@ const OPTIONS = {
   id: { type: 'string' },
   name: { type: 'string' },
   tag: { type: 'string' },
+  'clear-tag': { type: 'boolean' },
+  'if-match': { type: 'string' },
+  'name-prefix': { type: 'string' },
+  etag: { type: 'boolean' },
+  'on-conflict': { type: 'string' },
+  events: { type: 'string' },
+  'clear-description': { type: 'boolean' },
   limit: { type: 'string' },
   after: { type: 'string' },
   before: { type: 'string' },
@@ -79,4 +87,16 @@ export function printTable(out: Output, rows: string[][], right: number[] = []):
     );
     out.print(cells.join('  ').trimEnd());
   }
+}
+
+/** Event types given on the command line (`--type`, `--events`): each one type or a comma-separated list. */
+export function parseEventTypes(given: string[], option: string): PlantEventType[] {
+  const types = given.flatMap((text) => text.split(','));
+  const unknown = types.find((type) => !(PLANT_EVENT_TYPES as readonly string[]).includes(type));
+  if (unknown !== undefined) {
+    throw new UsageError(
+      `${option} must be ${PLANT_EVENT_TYPES.join(', ')} or a list of them ("${unknown}").`,
+    );
+  }
+  return [...new Set(types as PlantEventType[])];
 }

@@ -7,11 +7,11 @@ import {
   INTEGER_LITERAL,
   ListPlantsQuerySchema,
   MAX_LIST_LIMIT,
-  PLANT_EVENT_TYPES,
+  type NewPlant,
   type PlantEvent,
-  type PlantEventType,
   type PlantId,
   PlantIdSchema,
+  PlantPatchSchema,
   type PlantWithId,
   stringifyJson,
 } from '@plant-store/schema';
@@ -26,6 +26,7 @@ import {
   EXIT,
   type Output,
   parse,
+  parseEventTypes,
   printTable,
   report,
   TIMEOUT_MS,
@@ -37,7 +38,7 @@ import { countRecords, FORMATS, type Format, PlantFileError, readPlants } from '
 import { type Progress, progress } from './progress.ts';
 import { createRestClient } from './rest.ts';
 import { visible } from './terminal-text.ts';
-import { plantsCreateBatch } from './trpc-batch.ts';
+import { plantsBatch } from './trpc-batch.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:3000';
 /** The server refuses a tRPC request of more calls (MAX_BATCH_CALLS in apps/api/src/http/trpc.ts). */
@@ -55,25 +56,41 @@ const USAGE = `Usage: plants <command> [options]
 
 Commands:
   create --id <id> --name <name> [--tag <tag>]   create a plant
-  list [--limit <n>] [--after <id>] [--all] [--max-plants <n>]
-                                                 list plants in id order (--all: every page,
+  list [--tag <tag>] [--name-prefix <text>] [--limit <n>] [--after <id>] [--all]
+       [--max-plants <n>]                        list plants in id order, only those with that
+                                                 tag and whose name starts with that text
+                                                 (case-sensitive) when given (--all: every page,
                                                  up to --max-plants, default ${MAX_LISTED_PLANTS},
                                                  else exit 1: export streams any number)
-  get <id>                                       show one plant
-  delete <id>                                    delete one plant
-  import <file> [--format ndjson|csv]            create the plants of a file (- reads stdin)
+  get <id> [--etag]                              show one plant (--etag: only its ETag, such as
+                                                 "42", for --if-match)
+  update <id> [--name <name>] [--tag <tag> | --clear-tag] [--if-match <etag>]
+                                                 change a plant's name or tag and show it;
+                                                 --if-match: only if its ETag (or version) is
+                                                 still that one, else exit 1 with 412
+  delete <id> [--if-match <etag>]                delete one plant
+  import <file> [--format ndjson|csv] [--on-conflict skip|update]
+                                                 create the plants of a file (- reads stdin);
+                                                 an id that exists is skipped, or with update
+                                                 changed to what its line says
   export [--format ndjson|csv]                   write every plant to stdout (default ndjson)
-  watch [--after <event id>] [--type <type>]     print creates and deletes live until Ctrl-C
-                                                 (exit 0); reconnects by itself and resumes
-                                                 where it left off. --after: start after that
-                                                 event id (0: every event the server keeps);
-                                                 --type: only plant.created or plant.deleted
-                                                 (repeat it, or list them with commas)
+  watch [--after <event id>] [--type <type>]     print creates, updates and deletes live until
+                                                 Ctrl-C (exit 0); reconnects by itself and
+                                                 resumes where it left off. --after: start after
+                                                 that event id (0: every event the server keeps);
+                                                 --type: only plant.created, plant.updated or
+                                                 plant.deleted (repeat it, or list them with commas)
 
 Webhook endpoints (the token's own; it needs the webhooks scope):
-  endpoints add <url> [--description <text>]     register an endpoint; prints its id and its
-                                                 signing secret, shown this once only
+  endpoints add <url> [--description <text>] [--events <types>]
+                                                 register an endpoint; prints its id and its
+                                                 signing secret, shown this once only. --events:
+                                                 what it receives, such as
+                                                 plant.created,plant.updated (default
+                                                 plant.created)
   endpoints list                                 the token's endpoints, oldest first
+  endpoints update <id> [--events <types>] [--description <text> | --clear-description]
+                                                 change what an endpoint receives or its note
   endpoints rm <id>                              delete an endpoint and its deliveries
   endpoints rotate <id>                          a new signing secret; prints it, and until when
                                                  the previous one still signs alongside it
@@ -108,9 +125,11 @@ its columns (id,name[,tag]), an empty tag field for no tag and "" for the empty 
 comes from the extension (.ndjson, .jsonl, .csv) unless --format says it. import checks each
 line before sending it (invalid lines are reported on stderr with their line number), creates
 the plants in tRPC batches within the token's rate limit (waiting as 429's Retry-After says),
-counts plants that already exist as already present (so a re-run resumes), and ends with a
-summary on stdout (--json: as JSON). import and export show a progress bar on stderr when it
-is a terminal; export writes the plants to stdout in id order, ids exact.
+counts plants that already exist as already present (so a re-run resumes) or, with
+--on-conflict update, updates them to their line (its name, and its tag: a line without one
+removes it), and ends with a summary on stdout (--json: as JSON). import and export show a
+progress bar on stderr when it is a terminal; export writes the plants to stdout in id order,
+ids exact.
 
 Exit status: 0 ok, 1 the server answered with an error (import: a line was invalid or failed),
 2 wrong usage (nothing sent), 3 no answer from the server (not reachable, or no answer within ${TIMEOUT_MS / 1000} s);
@@ -180,6 +199,27 @@ async function create(connection: Connection, values: Values, _operands: string[
   return EXIT.ok;
 }
 
+async function update(connection: Connection, values: Values, [text]: string[], out: Output) {
+  const id = parseId(text!, 'the id');
+  if (values.tag !== undefined && values['clear-tag'])
+    throw new UsageError('give --tag or --clear-tag, not both.');
+  const patch = {
+    ...(values.name !== undefined && { name: values.name }),
+    ...(values.tag !== undefined && { tag: values.tag }),
+    ...(values['clear-tag'] && { tag: null }),
+  };
+  if (Object.keys(patch).length === 0) throw new UsageError('update needs --name, --tag or --clear-tag.');
+  // Checked here as the server would: a bad value is wrong usage, with nothing sent.
+  const parsed = PlantPatchSchema.safeParse(patch);
+  if (!parsed.success) {
+    const [issue] = parsed.error.issues;
+    throw new UsageError(`--${String(issue?.path[0])} ${issue?.message}.`);
+  }
+  const plant = await createRestClient(connection).updatePlant(id, patch, conditional(values));
+  showPlants([plant], out, 'one');
+  return EXIT.ok;
+}
+
 async function list(connection: Connection, values: Values, _operands: string[], out: Output) {
   const client = createRestClient(connection);
   const limit = values.limit === undefined ? undefined : parseLimit(values.limit);
@@ -187,11 +227,12 @@ async function list(connection: Connection, values: Values, _operands: string[],
   if (values['max-plants'] !== undefined && !values.all) throw new UsageError('--max-plants needs --all.');
   const maxPlants =
     values['max-plants'] === undefined ? MAX_LISTED_PLANTS : parseCount(values['max-plants'], '--max-plants');
+  const filters = parseFilters(values);
   const plants: PlantWithId[] = [];
   let text = 0;
   let next: PlantId | undefined;
   do {
-    const page = await client.listPlants({ limit, after }, callOptions());
+    const page = await client.listPlants({ limit, after, ...filters }, callOptions());
     plants.push(...page.plants);
     for (const { name, tag } of page.plants) text += name.length + (tag?.length ?? 0);
     next = page.next;
@@ -217,25 +258,40 @@ async function list(connection: Connection, values: Values, _operands: string[],
     return EXIT.ok;
   }
   showPlants(plants, out, 'many');
-  if (next !== undefined) report(`More plants follow: plants list --after ${next} (or --all)`);
+  if (next !== undefined) {
+    const again = [
+      ...(filters.tag === undefined ? [] : ['--tag', shellWord(filters.tag)]),
+      ...(filters.name_prefix === undefined ? [] : ['--name-prefix', shellWord(filters.name_prefix)]),
+    ].join(' ');
+    report(`More plants follow: plants list ${again && `${again} `}--after ${next} (or --all)`);
+  }
   return EXIT.ok;
 }
 
-async function get(connection: Connection, _values: Values, [id]: string[], out: Output) {
-  const client = createRestClient(connection);
-  showPlants([await client.getPlant(parseId(id!, 'the id'), callOptions())], out, 'one');
+async function get(connection: Connection, values: Values, [id]: string[], out: Output) {
+  if (values.etag && out.json) throw new UsageError('--etag prints the ETag alone: leave out --json.');
+  const plant = await createRestClient(connection).getPlant(parseId(id!, 'the id'), callOptions());
+  if (values.etag) out.print(plant.etag);
+  else showPlants([plant], out, 'one');
   return EXIT.ok;
 }
 
-async function remove(connection: Connection, _values: Values, [text]: string[], out: Output) {
+async function remove(connection: Connection, values: Values, [text]: string[], out: Output) {
   const id = parseId(text!, 'the id');
-  await createRestClient(connection).deletePlant(id, callOptions());
+  await createRestClient(connection).deletePlant(id, conditional(values));
   out.print(out.json ? stringifyJson({ id, deleted: true }) : `Deleted plant ${id}.`);
   return EXIT.ok;
 }
 
+/** What `import --on-conflict` does with a plant whose id exists. */
+const ON_CONFLICT = ['skip', 'update'] as const;
+
 async function importFile(connection: Connection, values: Values, [file]: string[], out: Output) {
   const format = fileFormat(values.format, file!);
+  const onConflict = values['on-conflict'] ?? 'skip';
+  if (!(ON_CONFLICT as readonly string[]).includes(onConflict)) {
+    throw new UsageError(`--on-conflict must be skip or update ("${onConflict}").`);
+  }
   const fromStdin = file === '-';
   if (!fromStdin) {
     const isFile = await stat(file!).then(
@@ -258,7 +314,7 @@ async function importFile(connection: Connection, values: Values, [file]: string
   const fetch = backoffFetch(backoff, { timeoutMs: TIMEOUT_MS });
   await createRestClient({ ...connection, fetch }).listPlants({ limit: 1 });
   const { batchSize, concurrency } = batching(backoff.policy);
-  const createBatch = plantsCreateBatch({ ...connection, backoff, timeoutMs: TIMEOUT_MS });
+  const batches = plantsBatch({ ...connection, backoff, timeoutMs: TIMEOUT_MS });
   const total =
     process.stderr.isTTY && !fromStdin ? await countRecords(createReadStream(file!), format) : undefined;
   bar = progress(process.stderr, 'records', total);
@@ -266,7 +322,8 @@ async function importFile(connection: Connection, values: Values, [file]: string
   let summary: ImportSummary;
   try {
     summary = await importPlants(readPlants(input, format), {
-      createBatch,
+      createBatch: batches.create,
+      ...(onConflict === 'update' && { updateBatch: batches.update }),
       batchSize,
       batchBytes: MAX_BATCH_BYTES,
       concurrency,
@@ -274,9 +331,9 @@ async function importFile(connection: Connection, values: Values, [file]: string
     });
   } finally {
     bar.stop();
-    createBatch.close();
+    batches.close();
   }
-  const { created, present, invalid, failed } = summary;
+  const { created, updated, present, invalid, failed } = summary;
   for (const { line, message } of invalid) report(`plants: line ${line}: invalid: ${message}`);
   for (const { line, message } of failed) report(`plants: line ${line}: failed: ${message}`);
   if (waits > 0) {
@@ -287,7 +344,8 @@ async function importFile(connection: Connection, values: Values, [file]: string
   out.print(
     out.json
       ? stringifyJson(summary)
-      : `${created} created, ${present} already present, ${invalid.length} invalid, ${failed.length} failed.`,
+      : `${created} created, ${onConflict === 'update' ? `${updated} updated` : `${present} already present`}, ` +
+          `${invalid.length} invalid, ${failed.length} failed.`,
   );
   return invalid.length > 0 || failed.length > 0 ? EXIT.failed : EXIT.ok;
 }
@@ -353,7 +411,7 @@ function parseFormat(text: string): Format {
 async function watch(connection: Connection, values: Values, _operands: string[], out: Output) {
   const client = createRestClient(connection);
   const after = values.after === undefined ? undefined : parseEventId(values.after);
-  const types = values.type === undefined ? undefined : parseEventTypes(values.type);
+  const types = values.type === undefined ? undefined : parseEventTypes(values.type, '--type');
   const stop = new AbortController();
   const end = () => stop.abort();
   process.once('SIGINT', end);
@@ -393,10 +451,14 @@ function failureDetail(error: PlantStoreError): string {
 
 const COMMANDS = new Map<string, Command>([
   ['create', { options: ['id', 'name', 'tag'], operands: 0, run: create }],
-  ['list', { options: ['limit', 'after', 'all', 'max-plants'], operands: 0, run: list }],
-  ['get', { options: [], operands: 1, run: get }],
-  ['delete', { options: [], operands: 1, run: remove }],
-  ['import', { options: ['format'], operands: 1, needs: 'one file', run: importFile }],
+  [
+    'list',
+    { options: ['limit', 'after', 'all', 'max-plants', 'tag', 'name-prefix'], operands: 0, run: list },
+  ],
+  ['get', { options: ['etag'], operands: 1, run: get }],
+  ['update', { options: ['name', 'tag', 'clear-tag', 'if-match'], operands: 1, run: update }],
+  ['delete', { options: ['if-match'], operands: 1, run: remove }],
+  ['import', { options: ['format', 'on-conflict'], operands: 1, needs: 'one file', run: importFile }],
   ['export', { options: ['format'], operands: 0, run: exportAll }],
   ['watch', { options: ['after', 'type'], operands: 0, run: watch }],
 ]);
@@ -468,14 +530,17 @@ function parseEventId(text: string): bigint {
   throw new UsageError(`--after must be an event id, an integer from 0 to 9223372036854775807 ("${text}").`);
 }
 
-/** `--type` values, each one type or a comma-separated list of them. */
-function parseEventTypes(given: string[]): PlantEventType[] {
-  const types = given.flatMap((text) => text.split(','));
-  const unknown = types.find((type) => !(PLANT_EVENT_TYPES as readonly string[]).includes(type));
-  if (unknown !== undefined) {
-    throw new UsageError(`--type must be ${PLANT_EVENT_TYPES.join(' or ')} ("${unknown}").`);
-  }
-  return [...new Set(types as PlantEventType[])];
+const FiltersSchema = ListPlantsQuerySchema.pick({ tag: true, name_prefix: true });
+
+/** `--tag` and `--name-prefix`, checked as the server checks them (too long: wrong usage, nothing sent). */
+function parseFilters(values: Values) {
+  const parsed = FiltersSchema.safeParse({
+    ...(values.tag !== undefined && { tag: values.tag }),
+    ...(values['name-prefix'] !== undefined && { name_prefix: values['name-prefix'] }),
+  });
+  if (parsed.success) return parsed.data;
+  const [issue] = parsed.error.issues;
+  throw new UsageError(`--${issue?.path[0] === 'tag' ? 'tag' : 'name-prefix'} ${issue?.message}.`);
 }
 
 function parseCount(text: string, what: string): number {
@@ -492,9 +557,9 @@ function parseLimit(text: string): number {
 }
 
 /** Plants as JSON (one object, or an array) or as a table with one row each. */
-function showPlants(plants: PlantWithId[], out: Output, shape: 'one' | 'many'): void {
+function showPlants(plants: Shown[], out: Output, shape: 'one' | 'many'): void {
   if (out.json) {
-    out.print(stringifyJson(shape === 'one' ? plants[0] : plants));
+    out.print(stringifyJson(shape === 'one' ? bodyOf(plants[0]!) : plants.map(bodyOf)));
     return;
   }
   if (plants.length === 0) {
@@ -503,6 +568,38 @@ function showPlants(plants: PlantWithId[], out: Output, shape: 'one' | 'many'): 
   }
   const rows = plants.map((p) => [String(p.id), visible(p.name), visible(p.tag ?? '')]);
   printTable(out, [['ID', 'NAME', 'TAG'], ...rows], [0]);
+}
+
+/** A plant to show: with its version, but for a create answered by the replay of an earlier attempt. */
+type Shown = NewPlant & { version?: bigint };
+
+/** A plant as the api's bodies show it, whatever else the client added (its `etag`). */
+function bodyOf({ id, name, tag, version }: Shown): Shown {
+  return { id, name, ...(tag !== undefined && { tag }), ...(version !== undefined && { version }) };
+}
+
+/** The options of a call that changes a plant: its timeout, and `--if-match` when given. */
+function conditional(values: Values) {
+  const ifMatch = values['if-match'];
+  return { ...callOptions(), ...(ifMatch !== undefined && { ifMatch: parseEtags(ifMatch) }) };
+}
+
+/** `*`, or a comma-separated list of entity tags (RFC 9110 §8.8.3). */
+const ETAGS = /^(?:\*|(?:W\/)?"[\x21\x23-\x7e]*"(?:\s*,\s*(?:W\/)?"[\x21\x23-\x7e]*")*)$/;
+
+/**
+ * `--if-match`: `*`, ETags as `get --etag` prints them (`"42"`, a comma-separated list), or a bare
+ * version (`42`, sent as `"42"`). Anything else is wrong usage: it could not be sent as a header.
+ */
+function parseEtags(text: string): string {
+  if (/^[0-9]{1,19}$/.test(text)) return `"${text}"`;
+  if (ETAGS.test(text.trim())) return text.trim();
+  throw new UsageError(`--if-match must be *, an ETag such as "42", or a version ("${text}").`);
+}
+
+/** `text` as one word of a shell command line (quoted when it needs to be). */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9_.,:/@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 function usageFailure(message: string): number {

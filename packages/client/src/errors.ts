@@ -43,6 +43,15 @@ export class PlantStoreError extends Error {
   }
 }
 
+/**
+ * Whether `error` is a conditional change refused because the plant changed since the caller read
+ * it (`ifMatch` / `expectedVersion` no longer its version): REST 412, tRPC `PRECONDITION_FAILED`.
+ * Nothing was changed; read the plant again to decide.
+ */
+export function isPreconditionFailed(error: unknown): error is PlantStoreError {
+  return error instanceof PlantStoreError && error.status === 412;
+}
+
 /** The messages down an error's `cause` chain: `fetch failed: connect ECONNREFUSED 127.0.0.1:1`. */
 export function failureReason(error: unknown): string {
   const messages: string[] = [];

@@ -15,24 +15,32 @@ export type {
   PlantEvent,
   PlantEventType,
   PlantId,
+  PlantPatch,
+  PlantVersion,
   PlantWithId,
   RotatedWebhookSecret,
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointDisabled,
+  WebhookEndpointPatch,
 } from '@plant-store/schema';
-export { PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
+export { isPreconditionFailed, PlantStoreError, type PlantStoreErrorInit } from './errors.ts';
 export {
   type CallOptions,
+  type ConditionalOptions,
+  type CreatedPlant,
   createRestClient,
   type DeliveriesQuery,
   type DeliveryPage,
   type EndpointCallOptions,
   type EventsOptions,
+  type GetOptions,
+  type NotModified,
   type PlantPage,
+  type PlantWithEtag,
   type RestClient,
   type RestClientOptions,
   type WebhookEndpointsClient,
 } from './rest.ts';
 export type { RetryOptions } from './retry.ts';
-export { createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';
+export { allPlants, createTrpcClient, type TrpcClient, type TrpcClientOptions } from './trpc.ts';

@@ -4,7 +4,6 @@ import {
   INTEGER_LITERAL,
   type NewPlant,
   NewPlantSchema,
-  type PlantWithId,
   parseJson,
   stringifyJson,
 } from '@plant-store/schema';
@@ -149,13 +148,24 @@ export function fileHeader(format: Format): string {
 }
 
 /**
- * Plants as lines of this format: exact ids; in CSV no tag is an empty field, the empty tag `""`,
+ * Plants as lines of this format, each its `id`, `name` and `tag` (a catalog: not the version, which
+ * a store gives by itself): exact ids; in CSV no tag is an empty field, the empty tag `""`,
  * and a name or tag that a spreadsheet would run as a formula starts with `'` (`spreadsheetText`).
  * NDJSON escapes the characters a terminal obeys (`visible`), as valid JSON of the same values.
  * `forTerminal`: CSV's text escaped the same way (it then no longer reads back exactly).
  */
-export function formatPlants(plants: PlantWithId[], format: Format, { forTerminal = false } = {}): string {
-  if (format === 'ndjson') return plants.map((plant) => `${visible(stringifyJson(plant))}\n`).join('');
+export function formatPlants(
+  plants: readonly NewPlant[],
+  format: Format,
+  { forTerminal = false } = {},
+): string {
+  if (format === 'ndjson') {
+    return plants
+      .map(
+        ({ id, name, tag }) => `${visible(stringifyJson({ id, name, ...(tag !== undefined && { tag }) }))}\n`,
+      )
+      .join('');
+  }
   const text = (value: string) => spreadsheetText(forTerminal ? visible(value) : value);
   return stringifyCsv(
     plants.map(({ id, name, tag }) => [id, text(name), tag === undefined ? undefined : text(tag)]),

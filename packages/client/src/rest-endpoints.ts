@@ -9,10 +9,18 @@ import {
   WebhookDeliveryIdSchema,
   WebhookDeliverySchema,
   type WebhookEndpoint,
+  type WebhookEndpointPatch,
   WebhookEndpointSchema,
 } from '@plant-store/schema';
 import { z } from 'zod';
-import { type Answer, type Call, type CallOptions, unusableAnswer, withSmallIntegers } from './rest-send.ts';
+import {
+  type Answer,
+  type Call,
+  type CallOptions,
+  MERGE_PATCH,
+  unusableAnswer,
+  withSmallIntegers,
+} from './rest-send.ts';
 
 /** Options of one webhook endpoint call. */
 export type EndpointCallOptions = Pick<CallOptions, 'signal'>;
@@ -34,8 +42,8 @@ export type DeliveryPage = {
 
 /**
  * The bearer token's own webhook endpoints (`/webhook-endpoints`; the token needs the `webhooks`
- * scope). Another token's endpoint is a 404 `PlantStoreError`, like an unknown id. Reads, deletes
- * and redeliveries are retried as `RetryOptions` says (repeating them changes nothing more; a
+ * scope). Another token's endpoint is a 404 `PlantStoreError`, like an unknown id. Reads, updates,
+ * deletes and redeliveries are retried as `RetryOptions` says (repeating them changes nothing more; a
  * retried delete whose lost first attempt did delete resolves); creates, rotations and pings are
  * sent once, since a repeat would register a second endpoint, replace the new secret, or ping twice.
  */
@@ -49,6 +57,11 @@ export type WebhookEndpointsClient = {
   list(options?: EndpointCallOptions): Promise<WebhookEndpoint[]>;
   /** `GET /webhook-endpoints/{id}`. */
   get(id: string, options?: EndpointCallOptions): Promise<WebhookEndpoint>;
+  /**
+   * `PATCH /webhook-endpoints/{id}` (a JSON Merge Patch): changes which `events` it receives or its
+   * `description` (`null` removes it), the rest as it was; resolves to the endpoint as it is now.
+   */
+  update(id: string, patch: WebhookEndpointPatch, options?: EndpointCallOptions): Promise<WebhookEndpoint>;
   /** `DELETE /webhook-endpoints/{id}`: removes it and its deliveries; nothing more is sent to it. */
   delete(id: string, options?: EndpointCallOptions): Promise<void>;
   /**
@@ -130,6 +143,16 @@ export function createEndpointsClient(send: Send): WebhookEndpointsClient {
       return (
         await send({ method: 'GET', path: path(id), answer: WebhookEndpointSchema, repeatable: 'safe' }, call)
       ).data;
+    },
+    async update(id, patch, call) {
+      const request = {
+        method: 'PATCH',
+        path: path(id),
+        body: patch,
+        contentType: MERGE_PATCH,
+        answer: WebhookEndpointSchema,
+      } as const;
+      return (await send({ ...request, repeatable: 'safe' }, call)).data;
     },
     async delete(id, call) {
       await send({ method: 'DELETE', path: path(id), answer: undefined, repeatable: 'delete' }, call);

@@ -9,11 +9,14 @@ export type CallOptions = {
   /** Aborts the call, e.g. `AbortSignal.timeout(5_000)`; it then fails with `status` 0. */
   signal?: AbortSignal;
   /**
-   * `createPlant` and `deletePlant`: the `Idempotency-Key` sent with every attempt of this call; a
+   * `createPlant`, `updatePlant` and `deletePlant`: the `Idempotency-Key` sent with every attempt of this call; a
    * new random UUID when omitted (none with retries off). Pass your own to retry across processes.
    */
   idempotencyKey?: string;
 };
+
+/** The media type of a JSON Merge Patch (RFC 7396), the body of every `PATCH`. */
+export const MERGE_PATCH = 'application/merge-patch+json';
 
 /** What validates an answer: a zod schema fits. */
 export type AnswerSchema<T> = {
@@ -28,7 +31,7 @@ export type Call<T> = {
   body?: unknown;
   /** `undefined`: a success has no body (204). */
   answer: AnswerSchema<T> | undefined;
-  /** Sent as `Idempotency-Key`, and the call retried as `RetryOptions` says: a create or a delete. */
+  /** Sent as `Idempotency-Key`, and the call retried as `RetryOptions` says: a create, update or delete. */
   idempotencyKey?: string;
   /**
    * Safe to send again without a key, so retried as `RetryOptions` says: `'safe'` for a call whose
@@ -38,9 +41,14 @@ export type Call<T> = {
   repeatable?: 'safe' | 'delete';
   /** The query parameter that names the next page in the answer's `Link: <…>; rel="next"`. */
   next?: string;
+  /** Conditional request headers (`if-match`, `if-none-match`); with `if-none-match`, a 304 is an answer. */
+  conditions?: { 'if-match'?: string; 'if-none-match'?: string };
+  /** The body's media type when not `application/json` (a merge patch). */
+  contentType?: string;
 };
 
 export type Answer<T> = {
+  /** The answer's body; `undefined` for a 304 (Not Modified). */
   data: T;
   status: number;
   headers: Headers;
@@ -56,7 +64,7 @@ type Server = { baseUrl: string | URL; token: string; fetch?: typeof globalThis.
 export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Server) {
   const root = String(baseUrl).replace(/\/+$/, '');
   return async <T>(
-    { method, path, query, body, answer, idempotencyKey, next }: Call<T>,
+    { method, path, query, body, answer, idempotencyKey, next, conditions, contentType }: Call<T>,
     call: CallOptions = {},
   ): Promise<Answer<T>> => {
     const search = new URLSearchParams(query).toString();
@@ -69,7 +77,8 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
       headers: {
         authorization: `Bearer ${token}`,
         accept: 'application/json',
-        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(body !== undefined && { 'content-type': contentType ?? 'application/json' }),
+        ...conditions,
         ...(idempotencyKey !== undefined && { 'idempotency-key': idempotencyKeyHeader(idempotencyKey) }),
         ...traceHeaders(),
       },
@@ -91,6 +100,10 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
       throw fail({ status: response.status, reason, cause });
     }
 
+    const { status, headers } = response;
+    if (status === 304 && conditions?.['if-none-match'] !== undefined) {
+      return { data: undefined as T, status, headers, url };
+    }
     if (!response.ok) {
       const error = errorBody(text);
       const failure = error
@@ -100,7 +113,6 @@ export function createSender({ baseUrl, token, fetch = globalThis.fetch }: Serve
       if (response.status === 409 && response.headers.has('retry-after')) markRetriable(failure);
       throw failure;
     }
-    const { status, headers } = response;
     if (answer === undefined) {
       if (text !== '') throw fail({ status, reason: 'the answer has a body where none was expected' });
       return { data: undefined as T, status, headers, url };

@@ -9,7 +9,10 @@ import {
   type PlantEventType,
   type PlantId,
   PlantIdSchema,
+  type PlantPatch,
   PlantSchema,
+  type PlantVersion,
+  PlantVersionSchema,
   type PlantWithId,
   PlantWithIdSchema,
   parseJson,
@@ -17,7 +20,7 @@ import {
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import { MAX_ERROR_ANSWER_BYTES, readAnswer } from './answer-read.ts';
-import { failureReason, PlantStoreError } from './errors.ts';
+import { failureReason, isPreconditionFailed, PlantStoreError } from './errors.ts';
 import { EventTooLargeError, eventStreamGuard } from './event-stream-guard.ts';
 import { createEndpointsClient, type WebhookEndpointsClient } from './rest-endpoints.ts';
 import {
@@ -26,8 +29,10 @@ import {
   type CallOptions,
   createSender,
   errorBody,
+  MERGE_PATCH,
   unusableAnswer,
 } from './rest-send.ts';
+import { everyPlant, nextPageProblem } from './plant-pages.ts';
 import { retryAfterMs } from './retry-after.ts';
 import { deleteAttempts, keyFor, type RetryOptions, withRetries } from './retry.ts';
 import { traceHeaders } from './trace-context.ts';
@@ -38,7 +43,56 @@ export type {
   EndpointCallOptions,
   WebhookEndpointsClient,
 } from './rest-endpoints.ts';
-export { type CallOptions, PlantStoreError, type RetryOptions };
+export { type CallOptions, isPreconditionFailed, PlantStoreError, type RetryOptions };
+
+/**
+ * Options of a conditional change (`updatePlant`, `deletePlant`): the change is made only while the
+ * plant is as the caller last saw it; otherwise the call fails with a 412 {@link PlantStoreError}
+ * (`isPreconditionFailed`) and nothing changes. Give one of the two.
+ */
+export type ConditionalOptions = CallOptions &
+  (
+    | {
+        /** Sent as `If-Match`: an ETag as a read answered it (`"42"`), or `*` (the plant exists). */
+        ifMatch?: string;
+        expectedVersion?: never;
+      }
+    | {
+        /** The plant's `version` as a read answered it: sent as `If-Match: "<version>"`. */
+        expectedVersion?: PlantVersion;
+        ifMatch?: never;
+      }
+  );
+
+/** Options of {@link RestClient.getPlant}. */
+export type GetOptions = CallOptions & {
+  /**
+   * Sent as `If-None-Match`: an ETag the caller holds (`"42"`), or `*`. When the plant still has
+   * it, the server answers 304 and `getPlant` resolves to {@link NotModified} instead of the plant.
+   */
+  ifNoneMatch?: string;
+};
+
+/** What `getPlant` with `ifNoneMatch` resolves to when the plant has not changed (304). */
+export type NotModified = {
+  notModified: true;
+  /** The plant's current ETag. */
+  etag: string;
+};
+
+/** A plant as `getPlant` and `updatePlant` resolve to it: `PlantWithId` (with `version`) and its `ETag`. */
+export type PlantWithEtag = PlantWithId & {
+  /** The strong ETag of this version, `"<version>"`: pass it as `ifMatch` or `ifNoneMatch`. */
+  etag: string;
+};
+
+/**
+ * What `createPlant` resolves to: the server's `Plant` answer, with the new plant's version and ETag
+ * from its `ETag` header. Both are absent when the answer is the replay of an earlier attempt with
+ * the same `Idempotency-Key` (the api keeps the body of a keyed answer, not its ETag): `getPlant`
+ * tells the plant's version now.
+ */
+export type CreatedPlant = Plant & { version?: PlantVersion; etag?: string };
 
 /** Options of {@link createRestClient}. */
 export type RestClientOptions = {
@@ -49,8 +103,8 @@ export type RestClientOptions = {
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
   /**
-   * How creates and deletes are retried (see {@link RetryOptions}); 3 attempts by default. While
-   * retries are on, each create and delete carries an `Idempotency-Key` (a new random UUID).
+   * How creates, updates and deletes are retried (see {@link RetryOptions}); 3 attempts by default. While
+   * retries are on, each of them carries an `Idempotency-Key` (a new random UUID).
    */
   retry?: RetryOptions;
 };
@@ -70,19 +124,42 @@ export type PlantPage = {
 
 /** The Plant Store over its REST API. Every method throws only {@link PlantStoreError}. */
 export type RestClient = {
-  /** `POST /plants`: creates a plant and resolves to it as the server answered (`Plant`, no id). */
-  createPlant(plant: NewPlant, options?: CallOptions): Promise<Plant>;
+  /**
+   * `POST /plants`: creates a plant and resolves to it as the server answered (`Plant`, no id), with
+   * the new plant's `version` and `etag` (from the `ETag` header; not on a replayed answer).
+   */
+  createPlant(plant: NewPlant, options?: CallOptions): Promise<CreatedPlant>;
   /**
    * `GET /plants`: one page of at most `limit` plants (server default 100, at most 1000) with ids
-   * greater than `after`. Pass the page's `next` as `after` to read the following page.
+   * greater than `after`; only those tagged `tag` and whose name starts with `name_prefix`, when
+   * given. Pass the page's `next` as `after` (with the same filters) to read the following page.
    */
   listPlants(query?: ListPlantsQuery, options?: CallOptions): Promise<PlantPage>;
-  /** `GET /plants/{id}`: the plant with this id; a 404 `PlantStoreError` when there is none. */
-  getPlant(id: PlantId, options?: CallOptions): Promise<PlantWithId>;
-  /** `DELETE /plants/{id}`: deletes the plant; a 404 `PlantStoreError` when there is none. */
-  deletePlant(id: PlantId, options?: CallOptions): Promise<void>;
   /**
-   * `GET /plants/events`: every create and delete committed from now on (or after the event id
+   * Every plant `query` selects (`tag`, `name_prefix`; from `after`), in id order, reading pages of
+   * `limit` as the loop goes, each after the one before (`listPlants` checks it).
+   */
+  allPlants(query?: ListPlantsQuery, options?: CallOptions): AsyncIterable<PlantWithId>;
+  /**
+   * `GET /plants/{id}`: the plant with this id and its ETag; a 404 `PlantStoreError` when there is
+   * none. With `ifNoneMatch`, resolves to {@link NotModified} when the plant still has that ETag.
+   */
+  getPlant(id: PlantId, options?: CallOptions & { ifNoneMatch?: undefined }): Promise<PlantWithEtag>;
+  getPlant(id: PlantId, options: GetOptions): Promise<PlantWithEtag | NotModified>;
+  /**
+   * `PATCH /plants/{id}` (a JSON Merge Patch): changes the fields `patch` names (`tag: null` removes
+   * the tag) and resolves to the plant as it is now, with its new version and ETag. A patch that
+   * changes nothing keeps the version. 404 when there is no such plant; 412 when `ifMatch` /
+   * `expectedVersion` is not the plant's. Retried like `createPlant`, with an `Idempotency-Key`.
+   */
+  updatePlant(id: PlantId, patch: PlantPatch, options?: ConditionalOptions): Promise<PlantWithEtag>;
+  /**
+   * `DELETE /plants/{id}`: deletes the plant; a 404 `PlantStoreError` when there is none, 412 when
+   * `ifMatch` / `expectedVersion` is not the plant's.
+   */
+  deletePlant(id: PlantId, options?: ConditionalOptions): Promise<void>;
+  /**
+   * `GET /plants/events`: every create, update and delete committed from now on (or after the event id
    * `after`; `0n` for every event the server still keeps), in order, as they commit; only those of
    * `types` when given (event ids then have gaps: they are the log's). It reconnects
    * by itself after a network error, a dropped connection or a 429/503, resuming after the last
@@ -117,6 +194,8 @@ export type EventsOptions = {
 };
 
 const PlantListSchema = z.array(PlantWithIdSchema);
+/** A strong ETag as the api writes a version: the decimal number in double quotes. */
+const VERSION_ETAG = /^"([0-9]{1,19})"$/;
 
 /**
  * A client of the REST API needing only `fetch` and `@plant-store/schema`. Bodies go out and come
@@ -137,36 +216,94 @@ export function createRestClient(options: RestClientOptions): RestClient {
     }
     return once();
   };
+  const getPlant = async (id: PlantId, { ifNoneMatch, ...call }: GetOptions = {}) => {
+    const answer = await send(
+      {
+        method: 'GET',
+        path: `/plants/${id}`,
+        answer: PlantWithIdSchema,
+        ...(ifNoneMatch !== undefined && { conditions: { 'if-none-match': ifNoneMatch } }),
+      },
+      call,
+    );
+    if (answer.status === 304) {
+      return { notModified: true, etag: answer.headers.get('etag') ?? ifNoneMatch! } satisfies NotModified;
+    }
+    return { ...answer.data, etag: etagOf(answer.data.version) };
+  };
+  const listPlants = async ({ limit, after, tag, name_prefix }: ListPlantsQuery = {}, call?: CallOptions) => {
+    const query: Record<string, string> = {};
+    if (limit !== undefined) query.limit = String(limit);
+    if (after !== undefined) query.after = String(after);
+    if (tag !== undefined) query.tag = tag;
+    if (name_prefix !== undefined) query.name_prefix = name_prefix;
+    const answer = await send(
+      { method: 'GET', path: '/plants', query, answer: PlantListSchema, next: 'after' },
+      call,
+    );
+    return { plants: answer.data, next: nextAfter(answer, after) };
+  };
   return {
     async createPlant(plant, call) {
       const idempotencyKey = keyFor(call?.idempotencyKey, options.retry);
-      return (
-        await send(
-          { method: 'POST', path: '/plants', body: plant, answer: PlantSchema, idempotencyKey },
-          call,
-        )
-      ).data;
-    },
-    async listPlants({ limit, after } = {}, call) {
-      const query: Record<string, string> = {};
-      if (limit !== undefined) query.limit = String(limit);
-      if (after !== undefined) query.after = String(after);
       const answer = await send(
-        { method: 'GET', path: '/plants', query, answer: PlantListSchema, next: 'after' },
+        { method: 'POST', path: '/plants', body: plant, answer: PlantSchema, idempotencyKey },
         call,
       );
-      return { plants: answer.data, next: nextAfter(answer, after) };
+      const etag = answer.headers.get('etag');
+      if (etag === null) return answer.data;
+      const version = VERSION_ETAG.exec(etag)?.[1];
+      const parsed = version === undefined ? undefined : PlantVersionSchema.safeParse(BigInt(version));
+      if (!parsed?.success) throw unusableAnswer(answer, 'POST', `its ETag (${etag}) is not a plant version`);
+      return { ...answer.data, version: parsed.data, etag };
     },
-    async getPlant(id, call) {
-      return (await send({ method: 'GET', path: `/plants/${id}`, answer: PlantWithIdSchema }, call)).data;
+    listPlants,
+    allPlants: (query = {}, call) =>
+      everyPlant((after) => listPlants({ ...query, after }, call), query.after),
+    getPlant: getPlant as RestClient['getPlant'],
+    async updatePlant(id, patch, call = {}) {
+      const idempotencyKey = keyFor(call.idempotencyKey, options.retry);
+      const answer = await send(
+        {
+          method: 'PATCH',
+          path: `/plants/${id}`,
+          body: patch,
+          contentType: MERGE_PATCH,
+          answer: PlantWithIdSchema,
+          conditions: ifMatchHeader(call),
+          idempotencyKey,
+        },
+        call,
+      );
+      return { ...answer.data, etag: etagOf(answer.data.version) };
     },
-    async deletePlant(id, call) {
-      const idempotencyKey = keyFor(call?.idempotencyKey, options.retry);
-      await send({ method: 'DELETE', path: `/plants/${id}`, answer: undefined, idempotencyKey }, call);
+    async deletePlant(id, call = {}) {
+      const idempotencyKey = keyFor(call.idempotencyKey, options.retry);
+      await send(
+        {
+          method: 'DELETE',
+          path: `/plants/${id}`,
+          answer: undefined,
+          conditions: ifMatchHeader(call),
+          idempotencyKey,
+        },
+        call,
+      );
     },
     events: (events) => streamEvents(options, events),
     endpoints: createEndpointsClient(send),
   };
+}
+
+/** The strong ETag of a plant version, as the api sends it. */
+function etagOf(version: PlantVersion): string {
+  return `"${version}"`;
+}
+
+/** The `If-Match` header of a conditional change. */
+function ifMatchHeader({ ifMatch, expectedVersion }: ConditionalOptions): Call<unknown>['conditions'] {
+  const value = expectedVersion === undefined ? ifMatch : etagOf(expectedVersion);
+  return value === undefined ? undefined : { 'if-match': value };
 }
 
 /**
@@ -177,15 +314,12 @@ export function createRestClient(options: RestClientOptions): RestClient {
 function nextAfter(answer: Answer<PlantWithId[]>, after: PlantId | undefined): PlantId | undefined {
   const { data, next } = answer;
   if (next === undefined) return undefined;
-  const unusable = (reason: string) => unusableAnswer(answer, 'GET', reason);
   const parsed = INTEGER_LITERAL.test(next) ? PlantIdSchema.safeParse(BigInt(next)) : undefined;
-  if (!parsed?.success) throw unusable(`its next page's after (${next}) is not a plant id`);
-  const last = data.at(-1)?.id;
-  if (last === undefined) throw unusable('it lists no plants but links to a next page');
-  if (parsed.data < last || (after !== undefined && parsed.data <= after)) {
-    throw unusable(`its next page (after=${next}) does not come after the plants it lists`);
-  }
-  return parsed.data;
+  const problem = parsed?.success
+    ? nextPageProblem(data, parsed.data, after)
+    : `its next page's after (${next}) is not a plant id`;
+  if (problem !== undefined) throw unusableAnswer(answer, 'GET', problem);
+  return parsed!.data;
 }
 
 /** The first wait before reconnecting, until the server's `retry:` says otherwise. */

@@ -1,7 +1,7 @@
 import { PlantStoreError } from './errors.ts';
 
 /**
- * How the clients retry a create or a delete. Each such call carries an `Idempotency-Key` (the same
+ * How the clients retry a create, an update or a delete. Each such call carries an `Idempotency-Key` (the same
  * on every attempt), so a retry of an attempt that did commit gets the first answer again (marked
  * `Idempotent-Replayed: true`), never a 409 or 404 of its own making. Retried: no answer at all
  * (refused, reset, cut after sending), 503, and 409 with `Retry-After` (the first attempt is still in

@@ -6,7 +6,7 @@ import type { Backoff, Reply } from './backoff.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
 import { traceHeaders } from './trace-context.ts';
 
-/** Options of {@link plantsCreateBatch}. */
+/** Options of {@link plantsBatch}. */
 export type BatchOptions = {
   baseUrl: string | URL;
   token: string;
@@ -22,17 +22,20 @@ type Item = {
 };
 type Answer = Reply & { statusText: string; text: string };
 
+/** A plant as an update makes it whole: its name, and its tag or none (`null` removes one). */
+export type PlantReplacement = { id: bigint; name: string; tag: string | null };
+
 /**
- * Creates plants with one tRPC batch request, `POST /trpc/plants.create,plants.create,…?batch=1`,
- * exactly what `httpBatchLink` sends (superjson inputs), settling each call on its own: a failed
- * call rejects with a {@link PlantStoreError} carrying that call's status and message. Bulk
- * imports use it instead of the tRPC client, and node:http instead of `fetch`: on the client, the
- * tRPC client's per-call machinery (observables, abort signals) and `fetch`'s web streams cost
- * more CPU than the server spends on the creates. `close()` ends its kept-alive connections.
+ * Creates (`create`) or updates (`update`) plants with one tRPC batch request,
+ * `POST /trpc/plants.create,plants.create,…?batch=1`, exactly what `httpBatchLink` sends
+ * (superjson inputs), settling each call on its own: a failed call rejects with a
+ * {@link PlantStoreError} carrying that call's status and message. Bulk imports use it instead of
+ * the tRPC client, and node:http instead of `fetch`: on the client, the tRPC client's per-call
+ * machinery (observables, abort signals) and `fetch`'s web streams cost more CPU than the server
+ * spends on the creates. `close()` ends its kept-alive connections.
  */
-export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchOptions) {
+export function plantsBatch({ baseUrl, token, backoff, timeoutMs }: BatchOptions) {
   const root = `${String(baseUrl).replace(/\/+$/, '')}/trpc/`;
-  const named = `${root}plants.create`;
   const secure = root.startsWith('https:');
   const agent = new (secure ? https : http).Agent({ keepAlive: true });
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -78,7 +81,11 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
       request.end(body);
     });
 
-  const create = async (plants: NewPlant[]): Promise<PromiseSettledResult<unknown>[]> => {
+  const send = async (
+    procedure: 'plants.create' | 'plants.update',
+    plants: (NewPlant | PlantReplacement)[],
+  ): Promise<PromiseSettledResult<unknown>[]> => {
+    const named = `${root}${procedure}`;
     const everyCall = (reason: PlantStoreError) =>
       plants.map(() => ({ status: 'rejected' as const, reason }));
     const fail = (status: number, reason: string, cause?: unknown) =>
@@ -87,7 +94,7 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
     plants.forEach((plant, i) => {
       body[i] = superjsonInput(plant);
     });
-    const url = `${root}${plants.map(() => 'plants.create').join(',')}?batch=1`;
+    const url = `${root}${plants.map(() => procedure).join(',')}?batch=1`;
     const text = JSON.stringify(body);
     let response: Answer;
     let answer: unknown;
@@ -125,7 +132,11 @@ export function plantsCreateBatch({ baseUrl, token, backoff, timeoutMs }: BatchO
       };
     });
   };
-  return Object.assign(create, { close: () => agent.destroy() });
+  return {
+    create: (plants: NewPlant[]) => send('plants.create', plants),
+    update: (plants: PlantReplacement[]) => send('plants.update', plants),
+    close: () => agent.destroy(),
+  };
 }
 
 function isItem(value: unknown): value is Item {
@@ -133,11 +144,11 @@ function isItem(value: unknown): value is Item {
 }
 
 /**
- * What `superjson.serialize(plant)` gives for a `NewPlant` (the id as a decimal string, marked
- * bigint), built directly: superjson's generic walk was a tenth of the import's CPU. A test holds
+ * What `superjson.serialize(plant)` gives for a `NewPlant` or a `PlantReplacement` (the id as a
+ * decimal string, marked bigint; a `null` tag as is), built directly: superjson's generic walk was a tenth of the import's CPU. A test holds
  * it equal to superjson's own output.
  */
-export function superjsonInput({ id, name, tag }: NewPlant) {
+export function superjsonInput({ id, name, tag }: NewPlant | PlantReplacement) {
   return {
     json: { id: String(id), name, ...(tag !== undefined && { tag }) },
     meta: { values: { id: ['bigint'] }, v: 1 },

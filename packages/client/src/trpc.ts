@@ -1,4 +1,5 @@
 import type { AppRouter } from '@plant-store/api';
+import type { ListPlantsQuery, PlantWithId } from '@plant-store/schema';
 import {
   type CreateTRPCClientOptions,
   createTRPCClientProxy,
@@ -18,6 +19,7 @@ import superjson from 'superjson';
 import { readingFetch, UnusableAnswerError } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
 import { guardEventStream } from './event-stream-guard.ts';
+import { everyPlant, nextPageProblem } from './plant-pages.ts';
 import {
   deleteAttempts,
   idempotencyKeyHeader,
@@ -30,7 +32,7 @@ import { traceHeadersOf, traceLink } from './trace-context.ts';
 import { TrpcEventSource } from './trpc-event-source.ts';
 
 /** The mutations that take an Idempotency-Key, and so are retried (see `RetryOptions`). */
-const KEYED = new Set(['plants.create', 'plants.delete']);
+const KEYED = new Set(['plants.create', 'plants.update', 'plants.delete']);
 /**
  * Calls retried without a key, as the REST client retries them: a repeat changes nothing more
  * (and a retried delete that finds the endpoint gone resolves, see `deleteAttempts`).
@@ -38,6 +40,7 @@ const KEYED = new Set(['plants.create', 'plants.delete']);
 const REPEATABLE = new Set([
   'webhookEndpoints.list',
   'webhookEndpoints.get',
+  'webhookEndpoints.update',
   'webhookEndpoints.deliveries',
   'webhookEndpoints.redeliver',
 ]);
@@ -65,12 +68,12 @@ export type TrpcClientOptions = {
   /** The `fetch` to use instead of the global one. */
   fetch?: typeof globalThis.fetch;
   /**
-   * How `plants.create` and `plants.delete` (and the webhook endpoint calls that are safe to
+   * How `plants.create`, `plants.update` and `plants.delete` (and the webhook endpoint calls that are safe to
    * repeat) are retried (see {@link RetryOptions}); 3 attempts by
    * default. While retries are on, each is sent on its own (a key names one request, so keyed calls
    * are not batched) with an `Idempotency-Key`, the same on every attempt; pass
    * `{ context: { idempotencyKey } }` as the mutation's options to choose it. With
-   * `{ attempts: 1 }` creates and deletes carry no key and are batched like every other call.
+   * `{ attempts: 1 }` they carry no key and are batched like every other call.
    */
   retry?: RetryOptions;
   /**
@@ -158,7 +161,38 @@ export function createTrpcClient({
     true: subscriptions,
     false: callLinks,
   });
-  return createTRPCClientProxy(new ErrorMappingClient({ links: [traceLink(), link] }, url, retry));
+  const client: TrpcClient = createTRPCClientProxy(
+    new ErrorMappingClient({ links: [traceLink(), link] }, url, retry),
+  );
+  endpoints.set(client, url);
+  return client;
+}
+
+/** Each client's tRPC endpoint, for the errors of {@link allPlants}. */
+const endpoints = new WeakMap<TrpcClient, string>();
+
+/**
+ * Every plant `query` selects over tRPC (`plants.list` with its `tag`, `name_prefix`; from
+ * `after`), in id order, reading pages of `limit` as the loop goes. A page whose `next` does not
+ * come after it fails with a `PlantStoreError` rather than reading on forever.
+ *
+ * ```ts
+ * for await (const plant of allPlants(trpc, { tag: 'aroid' })) console.log(plant.id, plant.version);
+ * ```
+ */
+export function allPlants(
+  client: TrpcClient,
+  query: ListPlantsQuery = {},
+  options: { signal?: AbortSignal } = {},
+): AsyncGenerator<PlantWithId, void, undefined> {
+  const url = `${endpoints.get(client) ?? 'trpc'}/plants.list`;
+  return everyPlant(async (after) => {
+    const { plants, next } = await client.plants.list.query({ ...query, after }, options);
+    if (next === null) return { plants, next: undefined };
+    const reason = nextPageProblem(plants, next, after);
+    if (reason !== undefined) throw new PlantStoreError({ method: 'GET', url, status: 200, reason });
+    return { plants, next };
+  }, query.after);
 }
 
 /**

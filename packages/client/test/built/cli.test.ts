@@ -26,7 +26,7 @@ describe('plants create / get / delete', () => {
     });
     expect(await plants(['create', '--id', '9007199254740992', '--name', 'Moss', '--json'])).toEqual({
       code: 0,
-      stdout: '{"id":9007199254740992,"name":"Moss"}\n',
+      stdout: '{"id":9007199254740992,"name":"Moss","version":2}\n',
       stderr: '',
     });
   });
@@ -34,7 +34,7 @@ describe('plants create / get / delete', () => {
   it('gets a plant by id, keeping 2^53 + 1 and 2^53 apart', async () => {
     expect(await plants(['get', '9007199254740993', '--json'])).toEqual({
       code: 0,
-      stdout: '{"id":9007199254740993,"name":"Fern","tag":"herb"}\n',
+      stdout: '{"id":9007199254740993,"name":"Fern","tag":"herb","version":1}\n',
       stderr: '',
     });
     expect((await plants(['get', '9007199254740992'])).stdout).toBe(
@@ -46,10 +46,10 @@ describe('plants create / get / delete', () => {
     expect((await plants(['create', '--id=-9223372036854775808', '--name', 'Min'])).code).toBe(0);
     expect((await plants(['create', '--id', '9223372036854775807', '--name', 'Max'])).code).toBe(0);
     expect((await plants(['get', '--json', '--', '-9223372036854775808'])).stdout).toBe(
-      '{"id":-9223372036854775808,"name":"Min"}\n',
+      '{"id":-9223372036854775808,"name":"Min","version":3}\n',
     );
     expect((await plants(['get', '9223372036854775807', '--json'])).stdout).toBe(
-      '{"id":9223372036854775807,"name":"Max"}\n',
+      '{"id":9223372036854775807,"name":"Max","version":4}\n',
     );
   });
 
@@ -92,7 +92,11 @@ describe('plants create / get / delete', () => {
       PLANTS_URL: 'http://127.0.0.1:1',
       PLANTS_TOKEN: 'wrong',
     });
-    expect(run).toEqual({ code: 0, stdout: '{"id":9007199254740992,"name":"Moss"}\n', stderr: '' });
+    expect(run).toEqual({
+      code: 0,
+      stdout: '{"id":9007199254740992,"name":"Moss","version":2}\n',
+      stderr: '',
+    });
   });
 });
 
@@ -126,14 +130,15 @@ describe('plants list', () => {
 
   it('answers JSON with the next cursor, and --all reads every page', async () => {
     expect((await listed(['--limit', '3', '--after', '1', '--json'])).stdout).toBe(
-      '{"plants":[{"id":2,"name":"Sweet basil","tag":"x"},{"id":3,"name":"Fern","tag":"x"},' +
-        '{"id":9223372036854775807,"name":"Max","tag":"x"}],"next":null}\n',
+      '{"plants":[{"id":2,"name":"Sweet basil","tag":"x","version":4},{"id":3,"name":"Fern","tag":"x","version":1},' +
+        '{"id":9223372036854775807,"name":"Max","tag":"x","version":3}],"next":null}\n',
     );
     const all = await listed(['--all', '--limit', '1', '--json']);
     expect(all.code).toBe(0);
     expect(all.stdout).toBe(
-      '{"plants":[{"id":1,"name":"Rose","tag":"x"},{"id":2,"name":"Sweet basil","tag":"x"},' +
-        '{"id":3,"name":"Fern","tag":"x"},{"id":9223372036854775807,"name":"Max","tag":"x"}],"next":null}\n',
+      '{"plants":[{"id":1,"name":"Rose","tag":"x","version":2},{"id":2,"name":"Sweet basil","tag":"x","version":4},' +
+        '{"id":3,"name":"Fern","tag":"x","version":1},{"id":9223372036854775807,"name":"Max","tag":"x","version":3}],' +
+        '"next":null}\n',
     );
     expect((await listed(['--limit', '2', '--json'])).stdout).toMatch(/"next":2}\n$/);
   });
@@ -211,7 +216,11 @@ describe('plants usage and failures', () => {
     expect(run.stdout).toMatch(/^Usage: plants <command> \[options\]/);
     for (const text of [
       'create --id',
-      'list [--limit',
+      'list [--tag <tag>] [--name-prefix <text>] [--limit',
+      'get <id> [--etag]',
+      'update <id> [--name <name>] [--tag <tag> | --clear-tag] [--if-match <etag>]',
+      'import <file> [--format ndjson|csv] [--on-conflict skip|update]',
+      'endpoints update <id> [--events <types>]',
       'get <id>',
       'delete <id>',
       'watch [--after <event id>] [--type <type>]',

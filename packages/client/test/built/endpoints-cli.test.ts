@@ -95,7 +95,14 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const [endpoint] = JSON.parse(listed.stdout);
     expect(JSON.parse(listed.stdout)).toStrictEqual([
-      { id, url, description: 'CLI test', createdAt: expect.any(String), disabled: null },
+      {
+        id,
+        url,
+        description: 'CLI test',
+        createdAt: expect.any(String),
+        events: ['plant.created'],
+        disabled: null,
+      },
     ]);
     expect(listed.stdout).not.toContain(secret);
     const created = endpoint.createdAt as string;
@@ -103,8 +110,8 @@ describe('plants endpoints: the whole life of an endpoint', () => {
     expect(await plants(['endpoints', 'list'])).toEqual({
       code: 0,
       stdout:
-        `${'ID'.padEnd(width)}  ${'URL'.padEnd(url.length)}  STATUS  ${'CREATED'.padEnd(created.length)}  DESCRIPTION\n` +
-        `${id}  ${url}  active  ${created}  CLI test\n`,
+        `${'ID'.padEnd(width)}  ${'URL'.padEnd(url.length)}  EVENTS         STATUS  ${'CREATED'.padEnd(created.length)}  DESCRIPTION\n` +
+        `${id}  ${url}  plant.created  active  ${created}  CLI test\n`,
       stderr: '',
     });
 
@@ -252,7 +259,7 @@ describe('plants endpoints list: a disabled endpoint', () => {
       const listed = await plants(['endpoints', 'list']);
       expect(listed).toMatchObject({ code: 0, stderr: '' });
       const line = listed.stdout.split('\n').find((row) => row.startsWith(id));
-      expect(line).toMatch(new RegExp(`^${id}  \\S+  disabled \\(operator\\)  `));
+      expect(line).toMatch(new RegExp(`^${id}  \\S+  plant.created  disabled \\(operator\\)  `));
     } finally {
       await plants(['endpoints', 'rm', id]);
     }
@@ -331,10 +338,13 @@ describe('plants endpoints: errors and exit statuses', () => {
     const before = requestsLogged();
     const id = 'we_0123456789abcdef01234567';
     const cases: [string[], string][] = [
-      [['endpoints'], 'endpoints needs a subcommand (add, list, rm, rotate, deliveries, redeliver, ping).'],
+      [
+        ['endpoints'],
+        'endpoints needs a subcommand (add, list, update, rm, rotate, deliveries, redeliver, ping).',
+      ],
       [
         ['endpoints', 'remove', id],
-        'unknown endpoints subcommand "remove" (add, list, rm, rotate, deliveries, redeliver, ping).',
+        'unknown endpoints subcommand "remove" (add, list, update, rm, rotate, deliveries, redeliver, ping).',
       ],
       [['endpoints', 'add'], 'endpoints add needs one URL.'],
       [['endpoints', 'rm'], 'endpoints rm needs one endpoint id.'],

@@ -179,12 +179,13 @@ describe('REST client: events', () => {
   it('fails with the server message (400) on a type the server does not know, without retrying', async () => {
     const api = await start();
     const rest = createRestClient({ baseUrl: api.url, token: TOKEN });
-    const types = ['plant.updated'] as unknown as ['plant.created'];
+    const types = ['plant.moved'] as unknown as ['plant.created'];
     expect(await failureOf(rest.events({ types })[Symbol.asyncIterator]().next())).toMatchObject({
       status: 400,
-      url: `${api.url}/plants/events?types=plant.updated`,
+      url: `${api.url}/plants/events?types=plant.moved`,
       serverMessage:
-        'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+        'Invalid request parameters: types.0 must be one of the event types plant.created, plant.updated, ' +
+        'plant.deleted (not "plant.moved").',
     });
   });
 
@@ -267,11 +268,12 @@ describe('tRPC client: plants.events', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(creates.items).toHaveLength(2);
     creates.stop();
-    const wrong = subscribe(client, { types: ['plant.updated'] as unknown as ['plant.created'] });
+    const wrong = subscribe(client, { types: ['plant.moved'] as unknown as ['plant.created'] });
     expect(await wrong.failed()).toMatchObject({
       status: 400,
       serverMessage:
-        'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+        'Invalid request parameters: types.0 must be one of the event types plant.created, plant.updated, ' +
+        'plant.deleted (not "plant.moved").',
     });
     wrong.stop();
   });

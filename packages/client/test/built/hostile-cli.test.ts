@@ -89,7 +89,9 @@ describe('server text with terminal control sequences', () => {
   });
 
   it('shows names and tags escaped in the table, and --json reads back exactly', async () => {
-    const server = await fake((res) => sendJson(res, 200, [{ id: 1, name: HOSTILE, tag: HOSTILE }]));
+    const server = await fake((res) =>
+      sendJson(res, 200, [{ id: 1, name: HOSTILE, tag: HOSTILE, version: 1 }]),
+    );
     expect(await plants(server, ['list'])).toEqual({
       code: 0,
       stdout: `ID  ${'NAME'.padEnd(SHOWN.length)}  TAG\n 1  ${SHOWN}  ${SHOWN}\n`,
@@ -99,7 +101,7 @@ describe('server text with terminal control sequences', () => {
     expect(json.code).toBe(0);
     expectSafe(json.stdout);
     expect(JSON.parse(json.stdout)).toStrictEqual({
-      plants: [{ id: 1, name: HOSTILE, tag: HOSTILE }],
+      plants: [{ id: 1, name: HOSTILE, tag: HOSTILE, version: 1 }],
       next: null,
     });
   });
@@ -109,7 +111,7 @@ describe('server text with terminal control sequences', () => {
       id: 1,
       type: 'plant.created',
       createdAt: '\x1b[8mhidden',
-      plant: { id: 1, name: HOSTILE },
+      plant: { id: 1, name: HOSTILE, version: 1 },
     };
     const server = await fake((res, _seen, index) => {
       if (index > 0) return sendJson(res, 401, { error: 401, message: HOSTILE });
@@ -132,7 +134,14 @@ describe('server text with terminal control sequences', () => {
     const server = await fake((res, seen) => {
       if (seen.method === 'GET') {
         sendJson(res, 200, [
-          { id, url, description: HOSTILE, createdAt: '2026-11-25T00:00:00.000Z', disabled: null },
+          {
+            id,
+            url,
+            description: HOSTILE,
+            createdAt: '2026-11-25T00:00:00.000Z',
+            events: ['plant.created'],
+            disabled: null,
+          },
         ]);
       } else {
         sendJson(res, 200, { id, secret: `whsec_${HOSTILE}`, previousSecretExpiresAt: HOSTILE });
@@ -142,8 +151,8 @@ describe('server text with terminal control sequences', () => {
     expect(await plants(server, ['endpoints', 'list'])).toEqual({
       code: 0,
       stdout:
-        `ID                           ${'URL'.padEnd(shownUrl.length)}  STATUS  CREATED                   DESCRIPTION\n` +
-        `${id}  ${shownUrl}  active  2026-11-25T00:00:00.000Z  ${SHOWN}\n`,
+        `ID                           ${'URL'.padEnd(shownUrl.length)}  EVENTS         STATUS  CREATED                   DESCRIPTION\n` +
+        `${id}  ${shownUrl}  plant.created  active  2026-11-25T00:00:00.000Z  ${SHOWN}\n`,
       stderr: '',
     });
     expect(await plants(server, ['endpoints', 'rotate', id])).toEqual({
@@ -173,6 +182,7 @@ describe('server text with terminal control sequences', () => {
     expectSafe(json.stdout);
     expect(JSON.parse(json.stdout)).toStrictEqual({
       created: 0,
+      updated: 0,
       present: 0,
       invalid: [{ line: 1, message: HOSTILE }],
       failed: [],
@@ -180,7 +190,9 @@ describe('server text with terminal control sequences', () => {
   });
 
   it('export: NDJSON reads back exactly with nothing raw; CSV keeps the text, escaped only on a terminal', async () => {
-    const server = await fake((res) => sendJson(res, 200, [{ id: 1, name: HOSTILE, tag: 'herb' }]));
+    const server = await fake((res) =>
+      sendJson(res, 200, [{ id: 1, name: HOSTILE, tag: 'herb', version: 1 }]),
+    );
     const ndjson = await plants(server, ['export']);
     expect(ndjson.code).toBe(0);
     expectSafe(ndjson.stdout);
@@ -217,7 +229,7 @@ describe('export --format csv and formula injection', () => {
       sendJson(
         res,
         200,
-        risky.map(({ id, ...plant }) => ({ id: Number(id), ...plant })),
+        risky.map(({ id, ...plant }) => ({ id: Number(id), ...plant, version: 1 })),
       ),
     );
     const exported = await plants(source, ['export', '--format', 'csv']);
@@ -267,7 +279,9 @@ describe('export --format csv and formula injection', () => {
 describe('list --all against a server that never stops paging', () => {
   it('exits 1 with one line when the next page does not come after the plants listed', async () => {
     const server = await fake((res) =>
-      sendJson(res, 200, [{ id: 1, name: 'Fern' }], { link: '</plants?limit=1&after=1>; rel="next"' }),
+      sendJson(res, 200, [{ id: 1, name: 'Fern', version: 1 }], {
+        link: '</plants?limit=1&after=1>; rel="next"',
+      }),
     );
     expect(await plants(server, ['list', '--all'])).toEqual({
       code: 1,
@@ -288,7 +302,7 @@ describe('list --all against a server that never stops paging', () => {
 
   it('stops at --max-plants while the pages keep coming, with exit 1', async () => {
     const server = await fake((res, _seen, index) =>
-      sendJson(res, 200, [{ id: index + 1, name: 'Fern' }], {
+      sendJson(res, 200, [{ id: index + 1, name: 'Fern', version: 1 }], {
         link: `</plants?after=${index + 1}>; rel="next"`,
       }),
     );
@@ -303,7 +317,11 @@ describe('list --all against a server that never stops paging', () => {
 
   it('stops at 100,000 plants by default', async () => {
     const server = await fake((res, _seen, index) => {
-      const plants = Array.from({ length: 1000 }, (_, i) => ({ id: index * 1000 + i + 1, name: 'Fern' }));
+      const plants = Array.from({ length: 1000 }, (_, i) => ({
+        id: index * 1000 + i + 1,
+        name: 'Fern',
+        version: 1,
+      }));
       sendJson(res, 200, plants, { link: `</plants?limit=1000&after=${(index + 1) * 1000}>; rel="next"` });
     });
     expect(await plants(server, ['list', '--all', '--limit', '1000'])).toEqual({
@@ -332,7 +350,9 @@ describe('list --all against a server that never stops paging', () => {
 
   it('export: exits 1 when the next page repeats, after writing the pages read', async () => {
     const server = await fake((res) =>
-      sendJson(res, 200, [{ id: 7, name: 'Fern' }], { link: '</plants?limit=1000&after=7>; rel="next"' }),
+      sendJson(res, 200, [{ id: 7, name: 'Fern', version: 1 }], {
+        link: '</plants?limit=1000&after=7>; rel="next"',
+      }),
     );
     expect(await plants(server, ['export'])).toEqual({
       code: 1,
@@ -462,7 +482,7 @@ describe('a malformed answer', () => {
       "its next page's after (9223372036854775808) is not a plant id",
     ],
   ])('Link: %s exits 1 with one line', async (link, reason) => {
-    const server = await fake((res) => sendJson(res, 200, [{ id: 1, name: 'Fern' }], { link }));
+    const server = await fake((res) => sendJson(res, 200, [{ id: 1, name: 'Fern', version: 1 }], { link }));
     expect(await plants(server, ['list'])).toEqual({
       code: 1,
       stdout: '',

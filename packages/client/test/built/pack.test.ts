@@ -24,7 +24,14 @@ const TYPES_NODE = JSON.parse(readFileSync(join(PACKAGE, 'node_modules/@types/no
   .version as string;
 
 /** A third party's program: both clients and both entry points, type-checked against the tarball's types. */
-const CONSUMER = `import { createRestClient, createTrpcClient, PlantStoreError, type PlantWithId } from '@plant-store/client';
+const CONSUMER = `import {
+  allPlants,
+  createRestClient,
+  createTrpcClient,
+  isPreconditionFailed,
+  PlantStoreError,
+  type PlantWithId,
+} from '@plant-store/client';
 import { createRestClient as createRestOnly } from '@plant-store/client/rest';
 
 const [baseUrl = '', token = ''] = process.argv.slice(2);
@@ -33,6 +40,10 @@ const trpc = createTrpcClient({ baseUrl, token });
 
 const created = await rest.createPlant({ id: 9007199254740993n, name: 'Packed', tag: 'tarball' });
 const read: PlantWithId = await rest.getPlant(9007199254740993n);
+const stale = await rest.updatePlant(9007199254740993n, { name: 'Stale' }, { expectedVersion: 0n }).then(
+  () => 'updated',
+  (error: unknown) => isPreconditionFailed(error),
+);
 const overTrpc = await trpc.plants.create.mutate({ id: 9007199254740995n, name: 'Over tRPC' });
 const readOverTrpc = await trpc.plants.get.query({ id: 9007199254740995n });
 const page = await createRestOnly({ baseUrl, token }).listPlants({ limit: 1 });
@@ -58,8 +69,9 @@ const overSubscription = await new Promise<string>((resolve) => {
 });
 const ids = (plants: { id: bigint }[]) => plants.map(({ id }) => id.toString());
 console.log(JSON.stringify({
-  created,
-  read: [typeof read.id, read.id.toString(), read.name, read.tag],
+  created: [created.name, created.tag, typeof created.version, created.etag],
+  read: [typeof read.id, read.id.toString(), read.name, read.tag, read.version.toString()],
+  stale,
   overTrpc,
   readOverTrpc: [typeof readOverTrpc.id, readOverTrpc.id.toString(), readOverTrpc.name],
   page: [ids(page.plants), page.next?.toString()],
@@ -75,6 +87,9 @@ export function typeChecks(): void {
   void trpc.plants.remove;
   // @ts-expect-error tRPC inputs are typed: name is required
   void trpc.plants.create.mutate({ id: 1n });
+  // @ts-expect-error versions are bigint too
+  void trpc.plants.update.mutate({ id: 1n, expectedVersion: 1 });
+  void allPlants(trpc, { tag: 'x' });
 }
 `;
 
@@ -166,8 +181,9 @@ describe('the packed client, installed outside the workspace', () => {
     await run(TSC, ['-p', project], { cwd: project, env });
     const { stdout } = await run(process.execPath, [join(project, 'out/main.js'), api.url, TOKEN], { env });
     expect(JSON.parse(stdout)).toEqual({
-      created: { name: 'Packed', tag: 'tarball' },
-      read: ['bigint', '9007199254740993', 'Packed', 'tarball'],
+      created: ['Packed', 'tarball', 'bigint', '"1"'],
+      read: ['bigint', '9007199254740993', 'Packed', 'tarball', '1'],
+      stale: true,
       overTrpc: { name: 'Over tRPC' },
       readOverTrpc: ['bigint', '9007199254740995', 'Over tRPC'],
       page: [['9007199254740993'], '9007199254740993'],
@@ -182,7 +198,7 @@ describe('the packed client, installed outside the workspace', () => {
     const cli = await run(join(project, 'node_modules/.bin/plants'), ['get', '9007199254740995', '--json'], {
       env: { ...env, PLANTS_URL: api.url, PLANTS_TOKEN: TOKEN },
     });
-    expect(cli.stdout).toBe('{"id":9007199254740995,"name":"Over tRPC"}\n');
+    expect(cli.stdout).toBe('{"id":9007199254740995,"name":"Over tRPC","version":2}\n');
     // …including export, which loads the CSV writer from the tarball's dependencies.
     const exported = await run(join(project, 'node_modules/.bin/plants'), ['export', '--format', 'csv'], {
       env: { ...env, PLANTS_URL: api.url, PLANTS_TOKEN: TOKEN },

@@ -30,7 +30,7 @@ beforeAll(async () => {
       sendJson(res, 404, request.url.includes('batch=1') ? Array(calls).fill(error) : error);
       return;
     }
-    sendJson(res, 200, '{"id":1,"name":"Fern"}');
+    sendJson(res, 200, '{"id":1,"name":"Fern","version":1}');
   });
 });
 afterAll(async () => {

@@ -68,13 +68,15 @@ describe('plants watch', () => {
     await rest.createPlant({ id: 9007199254740993n, name: 'Fern', tag: 'herb' });
     await rest.deletePlant(9007199254740993n);
     await rest.createPlant({ id: -9223372036854775808n, name: 'Min' });
-    const lines = await watcher.lines(4);
+    await rest.updatePlant(-9223372036854775808n, { tag: 'edge' });
+    const lines = await watcher.lines(5);
     expect(lines[0]).toBe('TIME                      EVENT                         PLANT  NAME  TAG');
     expect(lines.slice(1).every((line) => TIME.test(line))).toBe(true);
     expect(lines.slice(1).map((line) => line.replace(TIME, ''))).toStrictEqual([
       'plant.created      9007199254740993  Fern  herb',
       'plant.deleted      9007199254740993',
       'plant.created  -9223372036854775808  Min',
+      'plant.updated  -9223372036854775808  Min  edge',
     ]);
     expect(await watcher.interrupt()).toBe(0);
     expect(watcher.stderr).toBe('');
@@ -96,12 +98,12 @@ describe('plants watch', () => {
     const lines = await watcher.lines(4);
     const events = lines.map((line) => parseJson(line) as { id: bigint; type: string; plant: unknown });
     expect(events.map(({ type, plant }) => ({ type, plant }))).toStrictEqual([
-      { type: 'plant.created', plant: { id: 1n, name: 'Before the watch' } },
-      { type: 'plant.created', plant: { id: 9223372036854775807n, name: 'Max' } },
-      { type: 'plant.created', plant: { id: 9007199254740993n, name: 'After the restart' } },
+      { type: 'plant.created', plant: { id: 1n, name: 'Before the watch', version: 1n } },
+      { type: 'plant.created', plant: { id: 9223372036854775807n, name: 'Max', version: 2n } },
+      { type: 'plant.created', plant: { id: 9007199254740993n, name: 'After the restart', version: 3n } },
       { type: 'plant.deleted', plant: { id: 1n } },
     ]);
-    expect(lines[1]).toContain('"plant":{"id":9223372036854775807,"name":"Max"}');
+    expect(lines[1]).toContain('"plant":{"id":9223372036854775807,"name":"Max","version":2}');
     expect(events.map(({ id }) => id)).toStrictEqual([1n, 2n, 3n, 4n]);
     // The reconnection is told on stderr; nothing is printed twice.
     expect(watcher.stderr).toMatch(/^plants: .*; reconnecting in \d+(\.\d+)? s$/m);
@@ -139,11 +141,12 @@ describe('plants watch', () => {
 
   it('exits 2 on a --type that is no event type, sending nothing', async () => {
     const api = await start();
-    const watcher = watch(api.url, ['--type', 'plant.deleted,plant.updated']);
+    const watcher = watch(api.url, ['--type', 'plant.deleted,plant.moved']);
     expect(await watcher.exited).toBe(2);
     expect(api.logs.filter((line) => line.includes('"msg":"request"'))).toStrictEqual([]);
     expect(watcher.stderr).toBe(
-      'plants: --type must be plant.created or plant.deleted ("plant.updated").\nRun "plants --help" for usage.\n',
+      'plants: --type must be plant.created, plant.updated, plant.deleted or a list of them ("plant.moved").\n' +
+        'Run "plants --help" for usage.\n',
     );
   });
 

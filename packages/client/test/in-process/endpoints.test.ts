@@ -52,6 +52,7 @@ describe('REST client: endpoints', () => {
       description: 'REST test',
       secret: expect.stringMatching(/^whsec_/),
       createdAt: expect.any(String),
+      events: ['plant.created'],
       disabled: null,
     });
     const { secret, ...endpoint } = created;
@@ -309,6 +310,7 @@ describe('tRPC client: webhookEndpoints', () => {
       description: 'tRPC test',
       secret: expect.stringMatching(/^whsec_/),
       createdAt: expect.any(String),
+      events: ['plant.created'],
       disabled: null,
     });
     const { secret, ...endpoint } = created;

@@ -107,7 +107,8 @@ describe('REST client against a hostile server', () => {
   it('fails a malformed Link header with a PlantStoreError, never a TypeError', async () => {
     const server = await fake((res, seen) => {
       const link = '<http://[::1>; rel="next"';
-      if (seen.url.startsWith('/plants')) return sendJson(res, 200, [{ id: 1, name: 'Fern' }], { link });
+      if (seen.url.startsWith('/plants'))
+        return sendJson(res, 200, [{ id: 1, name: 'Fern', version: 1 }], { link });
       sendJson(res, 200, [], { link });
     });
     const error = await rejectionOf(rest(server).listPlants());
@@ -124,7 +125,7 @@ describe('REST client against a hostile server', () => {
 
   it('fails a next page that does not come after the plants listed, so a loop over pages ends', async () => {
     const server = await fake((res) =>
-      sendJson(res, 200, [{ id: 5, name: 'Fern' }], { link: '</plants?after=4>; rel="next"' }),
+      sendJson(res, 200, [{ id: 5, name: 'Fern', version: 1 }], { link: '</plants?after=4>; rel="next"' }),
     );
     expect((await failureOf(rest(server).listPlants())).message).toBe(
       `[GET] ${server.url}/plants: 200 its next page (after=4) does not come after the plants it lists`,

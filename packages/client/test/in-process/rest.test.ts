@@ -25,21 +25,21 @@ describe('REST client: listPlants', () => {
     const first = await rest.listPlants({ limit: 2 });
     expect(first).toStrictEqual({
       plants: [
-        { id: 1n, name: 'Plant 1', tag: 'first' },
-        { id: 3n, name: 'Plant 3' },
+        { id: 1n, name: 'Plant 1', tag: 'first', version: 2n },
+        { id: 3n, name: 'Plant 3', version: 1n },
       ],
       next: 3n,
     });
     const second = await rest.listPlants({ limit: 2, after: first.next });
     expect(second).toStrictEqual({
       plants: [
-        { id: 9007199254740992n, name: 'Plant 9007199254740992' },
-        { id: 9007199254740993n, name: 'Plant 9007199254740993' },
+        { id: 9007199254740992n, name: 'Plant 9007199254740992', version: 5n },
+        { id: 9007199254740993n, name: 'Plant 9007199254740993', version: 4n },
       ],
       next: 9007199254740993n,
     });
     expect(await rest.listPlants({ limit: 2, after: second.next })).toStrictEqual({
-      plants: [{ id: INT64_MAX, name: `Plant ${INT64_MAX}` }],
+      plants: [{ id: INT64_MAX, name: `Plant ${INT64_MAX}`, version: 3n }],
       next: undefined,
     });
   });
@@ -71,6 +71,8 @@ describe('REST client: getPlant and deletePlant', () => {
     expect(await rest.getPlant(9007199254740993n)).toStrictEqual({
       id: 9007199254740993n,
       name: 'Plant 9007199254740993',
+      version: 4n,
+      etag: '"4"',
     });
   });
 

@@ -9,10 +9,10 @@ import superjson from 'superjson';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBackoff } from '../../src/backoff.ts';
 import { createTrpcClient, type PlantStoreError } from '../../src/index.ts';
-import { plantsCreateBatch } from '../../src/trpc-batch.ts';
+import { type PlantReplacement, plantsBatch } from '../../src/trpc-batch.ts';
 
 /**
- * `plantsCreateBatch` (the bulk import's sender) writes and reads tRPC's batch wire format itself,
+ * `plantsBatch` (the bulk import's sender) writes and reads tRPC's batch wire format itself,
  * because @trpc/client costs about 16 times its CPU per plant (see docs/architecture.md). These
  * tests hold it to what @trpc/client does, so a tRPC upgrade that changes the format fails here
  * first, with a message saying so.
@@ -29,8 +29,13 @@ afterAll(async () => {
   for (const close of closers) await close();
 });
 
-describe('the tRPC batch wire format of plantsCreateBatch', () => {
-  it('sends exactly what httpBatchLink sends for the same creates', async () => {
+const REPLACEMENTS: PlantReplacement[] = [
+  { id: 1n, name: 'Fern', tag: null },
+  { id: 2n ** 63n - 1n, name: 'Ivy', tag: 'climber' },
+];
+
+describe('the tRPC batch wire format of plantsBatch', () => {
+  it('sends exactly what httpBatchLink sends for the same creates and updates', async () => {
     const seen: { method?: string; url?: string; type?: string; body: string }[] = [];
     const server = createServer(async (req: IncomingMessage, res) => {
       let body = '';
@@ -48,20 +53,22 @@ describe('the tRPC batch wire format of plantsCreateBatch', () => {
       links: [httpBatchLink({ url: `${url}/trpc`, transformer: superjson, headers: { authorization: 'x' } })],
     });
     await Promise.all(PLANTS.map((plant) => trpc.plants.create.mutate(plant)));
-    const create = plantsCreateBatch({
+    await Promise.all(REPLACEMENTS.map((plant) => trpc.plants.update.mutate(plant)));
+    const batches = plantsBatch({
       baseUrl: url,
       token: TOKEN,
       backoff: createBackoff(),
       timeoutMs: 5_000,
     });
-    closers.push(async () => create.close());
-    await create(PLANTS);
+    closers.push(async () => batches.close());
+    await batches.create(PLANTS);
+    await batches.update(REPLACEMENTS);
 
-    expect(seen).toHaveLength(2);
-    expect(
-      seen[1],
-      'plantsCreateBatch no longer sends what httpBatchLink sends: follow @trpc/client',
-    ).toEqual(seen[0]);
+    expect(seen).toHaveLength(4);
+    const drift = 'plantsBatch no longer sends what httpBatchLink sends: follow @trpc/client';
+    expect(seen[2], drift).toEqual(seen[0]);
+    expect(seen[3], drift).toEqual(seen[1]);
+    expect(seen[1]!.url).toBe('/trpc/plants.update,plants.update?batch=1');
   });
 
   describe('against the api', () => {
@@ -82,7 +89,7 @@ describe('the tRPC batch wire format of plantsCreateBatch', () => {
       );
 
     it('reads every call’s result and error, and a whole refusal, as the tRPC client does', async () => {
-      const ours = plantsCreateBatch({
+      const ours = plantsBatch({
         baseUrl: api.url,
         token: TOKEN,
         backoff: createBackoff({ attempts: 1 }),
@@ -104,13 +111,13 @@ describe('the tRPC batch wire format of plantsCreateBatch', () => {
         { status: 409, message: 'A plant with id 1 already exists.' },
         { status: 400, message: 'Invalid request body: name must be at most 200 characters.' },
       ];
-      const wire = 'plantsCreateBatch no longer reads tRPC answers as @trpc/client does';
+      const wire = 'plantsBatch no longer reads tRPC answers as @trpc/client does';
       expect(told(await viaClient(mixed(10n)))).toEqual(expected);
-      expect(told(await ours(mixed(20n))), wire).toEqual(expected);
+      expect(told(await ours.create(mixed(20n))), wire).toEqual(expected);
 
       // 7 points spent: a batch of 6 is refused whole, in tRPC's shape, with the rate limit's message.
       const six = Array.from({ length: 6 }, (_, i) => ({ id: 100n + BigInt(i), name: 'Fern' }));
-      const refused = told(await ours(six));
+      const refused = told(await ours.create(six));
       expect(refused, wire).toEqual(
         six.map(() => ({
           status: 429,

@@ -1,7 +1,15 @@
 import type { PlantEvent } from '@plant-store/schema';
 
-/** What a test compares of an event: its type and plant (the id and time are checked apart). */
-export const shape = ({ type, plant }: PlantEvent) => ({ type, plant });
+/**
+ * What a test compares of an event: its type and plant (the id and time are checked apart). A
+ * created or updated plant's version must be the event's id (it is left out of what is compared).
+ */
+export const shape = ({ id, type, plant }: PlantEvent) => {
+  if (!('version' in plant)) return { type, plant };
+  const { version, ...rest } = plant;
+  if (version !== id) throw new Error(`the plant of event ${id} has version ${version}, not the event's id`);
+  return { type, plant: rest };
+};
 
 /**
  * Resolves once `ready()` is true, checking every 50 ms (and whenever the `wake` handed to `onWait`

@@ -7,6 +7,7 @@ describe('superjsonInput', () => {
     { id: 1n, name: 'Fern' },
     { id: -(2n ** 63n), name: 'Min', tag: '' },
     { id: 2n ** 63n - 1n, name: 'Max "quoted"\n🌿', tag: 'herb' },
+    { id: 7n, name: 'No tag any more', tag: null },
   ])('is what superjson.serialize gives for %o', (plant) => {
     expect(superjsonInput(plant)).toStrictEqual(superjson.serialize(plant));
   });

@@ -1,12 +1,16 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import {
+  allPlants,
+  type CreatedPlant,
   type CreatedWebhookEndpoint,
   createRestClient,
   createTrpcClient,
+  type NotModified,
   type DeliveryPage,
   type Plant,
   type PlantEvent,
   type PlantPage,
+  type PlantWithEtag,
   type PlantWithId,
   type RotatedWebhookSecret,
   type WebhookDelivery,
@@ -42,10 +46,49 @@ describe('client types', () => {
     expectTypeOf(createTrpcClient(options).plants.remove).toBeObject();
   });
 
-  it('REST: createPlant takes a NewPlant and resolves to a Plant', () => {
+  it('REST: createPlant takes a NewPlant and resolves to a Plant with its version and ETag', () => {
     const client = createRestClient(options);
     expectTypeOf(client.createPlant).toBeCallableWith({ id: -9223372036854775808n, name: 'Fern' });
-    expectTypeOf(client.createPlant).returns.resolves.toEqualTypeOf<Plant>();
+    expectTypeOf(client.createPlant).returns.resolves.toEqualTypeOf<CreatedPlant>();
+    expectTypeOf<CreatedPlant>().toEqualTypeOf<Plant & { version?: bigint; etag?: string }>();
+  });
+
+  it('REST: getPlant tells "not modified" apart only when asked with ifNoneMatch', () => {
+    const client = createRestClient(options);
+    // Never called: they would send requests.
+    const plain = () => client.getPlant(1n);
+    const conditional = () => client.getPlant(1n, { ifNoneMatch: '"1"' });
+    expectTypeOf<ReturnType<typeof plain>>().resolves.toEqualTypeOf<PlantWithEtag>();
+    expectTypeOf<ReturnType<typeof conditional>>().resolves.toEqualTypeOf<PlantWithEtag | NotModified>();
+    expectTypeOf<PlantWithEtag>().toEqualTypeOf<PlantWithId & { etag: string }>();
+    expectTypeOf<PlantWithId['version']>().toEqualTypeOf<bigint>();
+  });
+
+  it('REST: updatePlant takes a merge patch and one condition', () => {
+    const { updatePlant, deletePlant } = createRestClient(options);
+    expectTypeOf(updatePlant).toBeCallableWith(1n, { name: 'Fern' });
+    expectTypeOf(updatePlant).toBeCallableWith(1n, { tag: null }, { ifMatch: '"4"' });
+    expectTypeOf(updatePlant).toBeCallableWith(1n, { tag: 'x' }, { expectedVersion: 4n });
+    expectTypeOf(updatePlant).returns.resolves.toEqualTypeOf<PlantWithEtag>();
+    expectTypeOf(deletePlant).toBeCallableWith(1n, { expectedVersion: 4n });
+    // @ts-expect-error one condition: an ETag or a version
+    expectTypeOf(updatePlant).toBeCallableWith(1n, {}, { ifMatch: '"4"', expectedVersion: 4n });
+    // @ts-expect-error versions are bigints
+    expectTypeOf(deletePlant).toBeCallableWith(1n, { expectedVersion: 4 });
+    // @ts-expect-error name cannot be removed
+    expectTypeOf(updatePlant).toBeCallableWith(1n, { name: null });
+  });
+
+  it('tRPC: plants.update and plants.delete take expectedVersion; allPlants iterates PlantWithId', () => {
+    const client = createTrpcClient(options);
+    expectTypeOf(client.plants.update.mutate).toBeCallableWith({ id: 1n, tag: null, expectedVersion: 3n });
+    expectTypeOf(client.plants.update.mutate).returns.resolves.toEqualTypeOf<PlantWithId>();
+    expectTypeOf(client.plants.delete.mutate).toBeCallableWith({ id: 1n, expectedVersion: 3n });
+    expectTypeOf(client.plants.list.query).toBeCallableWith({ tag: 'x', name_prefix: 'F' });
+    expectTypeOf(allPlants).toBeCallableWith(client, { tag: 'x', name_prefix: 'F', limit: 10 });
+    expectTypeOf(allPlants).returns.toExtend<AsyncIterable<PlantWithId>>();
+    // @ts-expect-error versions are bigints
+    expectTypeOf(client.plants.update.mutate).toBeCallableWith({ id: 1n, expectedVersion: 3 });
   });
 
   it('REST: listPlants, getPlant and deletePlant take bigint ids', () => {
@@ -54,7 +97,6 @@ describe('client types', () => {
     expectTypeOf(client.listPlants).toBeCallableWith({ limit: 10, after: 9007199254740993n });
     expectTypeOf(client.listPlants).returns.resolves.toEqualTypeOf<PlantPage>();
     expectTypeOf<PlantPage['next']>().toEqualTypeOf<bigint | undefined>();
-    expectTypeOf(client.getPlant).returns.resolves.toEqualTypeOf<PlantWithId>();
     expectTypeOf(client.deletePlant).returns.resolves.toEqualTypeOf<void>();
     // @ts-expect-error a number id would lose digits: ids are bigint
     expectTypeOf(client.getPlant).toBeCallableWith(1);
@@ -88,7 +130,7 @@ describe('client types', () => {
             expectTypeOf(id).toEqualTypeOf<string>();
             expectTypeOf(data.id).toEqualTypeOf<bigint>();
             expectTypeOf(data.plant.id).toEqualTypeOf<bigint>();
-            expectTypeOf(data.type).toEqualTypeOf<'plant.created' | 'plant.deleted'>();
+            expectTypeOf(data.type).toEqualTypeOf<'plant.created' | 'plant.updated' | 'plant.deleted'>();
           },
         },
       );
@@ -117,6 +159,8 @@ describe('client types', () => {
     expectTypeOf(webhookEndpoints.get.query).toBeCallableWith({ id: 'we_0123456789abcdef01234567' });
     expectTypeOf(webhookEndpoints.get.query).returns.resolves.toEqualTypeOf<WebhookEndpoint>();
     expectTypeOf(webhookEndpoints.delete.mutate).toBeCallableWith({ id: 'we_0123456789abcdef01234567' });
+    expectTypeOf(webhookEndpoints.update.mutate).toBeCallableWith({ id: 'we_0', events: ['plant.updated'] });
+    expectTypeOf(webhookEndpoints.update.mutate).returns.resolves.toEqualTypeOf<WebhookEndpoint>();
     expectTypeOf(webhookEndpoints.rotateSecret.mutate).returns.resolves.toEqualTypeOf<RotatedWebhookSecret>();
     expectTypeOf(webhookEndpoints.deliveries.query).toBeCallableWith({
       id: 'we_0',
@@ -144,6 +188,11 @@ describe('client types', () => {
     expectTypeOf(endpoints.list).returns.resolves.toEqualTypeOf<WebhookEndpoint[]>();
     expectTypeOf(endpoints.get).returns.resolves.toEqualTypeOf<WebhookEndpoint>();
     expectTypeOf(endpoints.delete).returns.resolves.toEqualTypeOf<void>();
+    expectTypeOf(endpoints.create).toBeCallableWith({ url: 'https://x.example', events: ['plant.deleted'] });
+    expectTypeOf(endpoints.update).toBeCallableWith('we_0', { events: ['plant.created'], description: null });
+    expectTypeOf(endpoints.update).returns.resolves.toEqualTypeOf<WebhookEndpoint>();
+    // @ts-expect-error there is no such event type
+    expectTypeOf(endpoints.update).toBeCallableWith('we_0', { events: ['plant.moved'] });
     expectTypeOf(endpoints.rotateSecret).returns.resolves.toEqualTypeOf<RotatedWebhookSecret>();
     expectTypeOf(endpoints.deliveries).toBeCallableWith('we_0', { limit: 5, before: 'msg_0' });
     expectTypeOf(endpoints.deliveries).returns.resolves.toEqualTypeOf<DeliveryPage>();
