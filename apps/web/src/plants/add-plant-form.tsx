@@ -5,6 +5,7 @@ import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
 import type { LiveChange } from './merge-live.ts';
 import { type FieldErrors, type NewPlantFields, parseNewPlant } from './new-plant.ts';
+import { TextField } from './text-field.tsx';
 
 const EMPTY: NewPlantFields = { id: '', name: '', tag: '' };
 const FIELDS = ['id', 'name', 'tag'] as const;
@@ -46,7 +47,9 @@ export function AddPlantForm({ client, onAdded, announce }: Props) {
     const { plant } = parsed;
     create.mutate(plant, {
       onSuccess: () => {
-        onAdded({ type: 'created', plant, at: performance.now() });
+        // The answer carries no version (REST has it in the ETag only): version 0 ranks below the
+        // created event's, which replaces it when it arrives.
+        onAdded({ type: 'saved', plant: { ...plant, version: 0n }, at: performance.now() });
         announce(`Added plant ${plant.id} (${plant.name}).`);
         setFields(EMPTY);
         inputs.current.id?.focus();
@@ -69,34 +72,19 @@ export function AddPlantForm({ client, onAdded, announce }: Props) {
     name: keyof NewPlantFields,
     label: string,
     extra: React.InputHTMLAttributes<HTMLInputElement>,
-  ) => {
-    const id = `new-plant-${name}`;
-    const error = errors[name];
-    const described = [error && `${id}-error`, extra['aria-describedby']].filter(Boolean).join(' ');
-    return (
-      <div className="field">
-        <label htmlFor={id}>{label}</label>
-        <input
-          {...extra}
-          id={id}
-          ref={(element) => {
-            inputs.current[name] = element;
-          }}
-          value={fields[name]}
-          onChange={(event) => setFields({ ...fields, [name]: event.target.value })}
-          aria-invalid={error !== undefined}
-          aria-describedby={described || undefined}
-          autoComplete="off"
-          spellCheck={false}
-        />
-        {error !== undefined && (
-          <p id={`${id}-error`} className="field-error">
-            {error}
-          </p>
-        )}
-      </div>
-    );
-  };
+  ) => (
+    <TextField
+      {...extra}
+      id={`new-plant-${name}`}
+      label={label}
+      value={fields[name]}
+      onValue={(value) => setFields({ ...fields, [name]: value })}
+      error={errors[name]}
+      inputRef={(element) => {
+        inputs.current[name] = element;
+      }}
+    />
+  );
 
   return (
     <section aria-labelledby="add-heading" className="add">
