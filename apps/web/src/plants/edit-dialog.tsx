@@ -137,7 +137,7 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
       <h2 id="edit-title">
         Edit plant {plant !== undefined && <span className="id">{String(plant.id)}</span>}
       </h2>
-      {conflict === undefined ? (
+      {plant === undefined ? null : conflict === undefined ? (
         <form onSubmit={submit} noValidate>
           <div className="fields">
             {field('name', 'Name')}
