@@ -14,6 +14,8 @@ const STATUS = {
   gone: 410,
   /** An Idempotency-Key reused for a different request. */
   unprocessable: 422,
+  /** A conditional request whose condition failed (`If-Match`, tRPC's `expectedVersion`): nothing changed. */
+  precondition_failed: 412,
   too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

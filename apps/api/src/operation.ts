@@ -19,6 +19,10 @@ export type RequestScope = {
   span?: Span;
   /** The request's `Idempotency-Key` header, as sent; `undefined` without one. */
   idempotencyKey?: string;
+  /** REST: the request's `If-Match` header, as sent (tRPC callers send `expectedVersion` instead). */
+  ifMatch?: string;
+  /** REST: gives the answer the `ETag` of this plant version (see conditions.ts). */
+  setVersion?(version: bigint): void;
   /** Marks the answer as the stored answer of an earlier request: `Idempotent-Replayed: true`. */
   markReplayed?(): void;
   /** Runs `done` once the answer has been sent or the connection has closed. */
@@ -76,6 +80,12 @@ export type Operation<
    */
   stream?: true;
   input: I;
+  /**
+   * REST: the JSON body's schema of an operation whose input is its path parameters plus a body (a
+   * PATCH): the body's members and the path's parameters make the input, and a member that names a
+   * path parameter must equal it.
+   */
+  body?: z.ZodType;
   /** The REST answer's schema, for the OpenAPI document (answers are built by `run`, not re-parsed). */
   output?: z.ZodType;
   run(ctx: OperationContext, input: z.output<I>): Promise<O>;
@@ -111,10 +121,12 @@ export function isOperation(value: unknown): value is AnyOperation {
 }
 
 /**
- * Whether an operation's input is a body (a POST to a path without parameters) rather than path
- * and query parameters. REST reads it from there; both transports name it so in their messages.
+ * Whether an operation's input is a body (a POST to a path without parameters, or an operation with
+ * a `body`, whose path parameters join it) rather than path and query parameters. REST reads it
+ * from there; both transports name it so in their messages.
  */
-export function takesBody({ openapi: { method, path } }: AnyOperation): boolean {
+export function takesBody({ openapi: { method, path }, body }: AnyOperation): boolean {
+  if (body !== undefined) return true;
   return method.toUpperCase() === 'POST' && getPathParameters(normalizePath(path)).length === 0;
 }
 
@@ -149,15 +161,19 @@ export async function storeCall<T>(operation: () => Promise<T>): Promise<T> {
 
 /**
  * A page's REST headers: `Link: <path?query>; rel="next"` (RFC 8288) while more remain (`cursor`
- * set), none on the last page. The next page asks for the same limit: a page can end early (at a
- * byte budget), so the limit says nothing about how many remain.
+ * set), none on the last page. The next page asks for the same limit and `filters` (those given):
+ * a page can end early (at a byte budget), so the limit says nothing about how many remain.
  */
 export function nextPageHeaders(
   path: string,
   limit: number,
   cursor: { name: string; value: bigint | string } | null,
+  filters: Record<string, string | undefined> = {},
 ): Record<string, string> {
-  return cursor === null
-    ? {}
-    : { Link: `<${path}?limit=${limit}&${cursor.name}=${cursor.value}>; rel="next"` };
+  if (cursor === null) return {};
+  let query = `limit=${limit}`;
+  for (const [name, value] of Object.entries(filters)) {
+    if (value !== undefined) query += `&${name}=${encodeURIComponent(value)}`;
+  }
+  return { Link: `<${path}?${query}&${cursor.name}=${cursor.value}>; rel="next"` };
 }

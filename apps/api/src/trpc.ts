@@ -65,6 +65,7 @@ const CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   409: 'CONFLICT',
   // tRPC has no 410: the closest, "not found", with the message saying it is no longer kept.
   410: 'NOT_FOUND',
+  412: 'PRECONDITION_FAILED',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   422: 'UNPROCESSABLE_CONTENT',

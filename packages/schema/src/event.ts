@@ -16,6 +16,22 @@ export const PlantCreatedEventSchema = z
   .object({ id: EventIdSchema, type: z.literal('plant.created'), createdAt: at, plant: PlantWithIdSchema })
   .meta({ id: 'PlantCreatedEvent' });
 
+/** The fields of a plant an update can change, in the order `changed` lists them. */
+export const PLANT_FIELDS = ['name', 'tag'] as const;
+
+/** A plant was updated: the plant after the change, and which fields changed. */
+export const PlantUpdatedEventSchema = z
+  .object({
+    id: EventIdSchema,
+    type: z.literal('plant.updated'),
+    createdAt: at,
+    plant: PlantWithIdSchema,
+    changed: z
+      .array(z.enum(PLANT_FIELDS))
+      .meta({ description: 'The fields whose value changed, in the order name, tag (never empty)' }),
+  })
+  .meta({ id: 'PlantUpdatedEvent' });
+
 /** A plant was deleted: its id. */
 export const PlantDeletedEventSchema = z
   .object({
@@ -28,13 +44,13 @@ export const PlantDeletedEventSchema = z
 
 /** One committed change, as the event streams send it (`GET /plants/events`, `plants.events`). */
 export const PlantEventSchema = z
-  .discriminatedUnion('type', [PlantCreatedEventSchema, PlantDeletedEventSchema])
+  .discriminatedUnion('type', [PlantCreatedEventSchema, PlantUpdatedEventSchema, PlantDeletedEventSchema])
   .meta({ id: 'PlantEvent' });
 
 export type PlantEvent = z.infer<typeof PlantEventSchema>;
 
 /** The kinds of event, as the streams name them (`event:` in Server-Sent Events, `type` in the data). */
-export const PLANT_EVENT_TYPES = ['plant.created', 'plant.deleted'] as const;
+export const PLANT_EVENT_TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const;
 
 export const PlantEventTypeSchema = z.enum(PLANT_EVENT_TYPES, {
   error: (issue) =>

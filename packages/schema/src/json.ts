@@ -93,20 +93,30 @@ function writeKnown(value: unknown): string | undefined {
   }
 }
 
-/** The keys of a plant with its id, in the order the stores build it. */
-const PLANT_KEYS = ['id', 'name', 'tag'];
-
 /**
  * The one shape reads answer most (`PlantWithId`: a bigint `id`, a string `name`, an optional string
- * `tag`, in that order), written without the general loop; `undefined` for any other object,
- * which that loop then writes (the same text for this shape).
+ * `tag`, a bigint `version`, in that order), written without the general loop; `undefined` for any
+ * other object, which that loop then writes (the same text for this shape).
  */
 function writePlant(value: object): string | undefined {
-  const { id, name, tag } = value as { id?: unknown; name?: unknown; tag?: unknown };
-  if (typeof id !== 'bigint' || typeof name !== 'string') return undefined;
+  const { id, name, tag, version } = value as {
+    id?: unknown;
+    name?: unknown;
+    tag?: unknown;
+    version?: unknown;
+  };
+  if (typeof id !== 'bigint' || typeof name !== 'string' || typeof version !== 'bigint') return undefined;
   if (tag !== undefined && typeof tag !== 'string') return undefined;
   let keys = 0;
-  for (const key in value) if (key !== PLANT_KEYS[keys++]) return undefined;
+  for (const key in value) {
+    if (
+      key !== (keys === 0 ? 'id' : keys === 1 ? 'name' : keys === 2 && tag !== undefined ? 'tag' : 'version')
+    )
+      return undefined;
+    keys++;
+  }
   const text = `{"id":${id},"name":${writeString(name)}`;
-  return tag === undefined ? `${text}}` : `${text},"tag":${writeString(tag)}}`;
+  return tag === undefined
+    ? `${text},"version":${version}}`
+    : `${text},"tag":${writeString(tag)},"version":${version}}`;
 }

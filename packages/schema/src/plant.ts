@@ -63,15 +63,36 @@ export const NewPlantSchema = z
 
 export type NewPlant = z.infer<typeof NewPlantSchema>;
 
+const VERSION_MESSAGE = 'must be a plant version (a non-negative 64-bit integer)';
+
 /**
- * A stored plant with its id, as listing and reading answer it (`Plant` plus `id`). No length limit:
- * a store may hold plants written before the limits existed, or by other means than this api.
+ * A plant's version: the id of its last change in the event log (its `plant.created` or
+ * `plant.updated` event), so it changes on every update, only grows, and is never reused. Plants
+ * stored before versions existed have version 0 until their first update. REST sends it as the
+ * strong `ETag` `"<version>"`.
+ */
+export const PlantVersionSchema = z
+  .int64({ error: VERSION_MESSAGE })
+  .min(0n, { error: VERSION_MESSAGE })
+  .meta({
+    description:
+      'The plant’s version: the id of its last change in the event log (0 for a plant stored before versions ' +
+      'existed and not changed since). Changes on every update; the ETag is this number in double quotes',
+  });
+
+export type PlantVersion = z.infer<typeof PlantVersionSchema>;
+
+/**
+ * A stored plant with its id and version, as listing, reading and updating answer it (`Plant` plus
+ * `id` and `version`). No length limit: a store may hold plants written before the limits existed,
+ * or by other means than this api.
  */
 export const PlantWithIdSchema = z
   .object({
     id: PlantIdSchema,
     name: text(requiredString).meta({ description: 'The name of the plant' }),
     tag: text('must be a string').optional().meta({ description: 'Tag that specifies the type of plant' }),
+    version: PlantVersionSchema,
   })
   .meta({ id: 'PlantWithId' });
 
@@ -81,7 +102,10 @@ export type PlantWithId = z.infer<typeof PlantWithIdSchema>;
 export const MAX_LIST_LIMIT = 1000;
 export const DEFAULT_LIST_LIMIT = 100;
 
-/** Query of `GET /plants`: a page of at most `limit` plants with ids greater than `after`. */
+/**
+ * Query of `GET /plants`: a page of at most `limit` plants with ids greater than `after`, only those
+ * with this `tag` and whose name starts with `name_prefix`, when given.
+ */
 export const ListPlantsQuerySchema = z.object({
   limit: z
     .int32({ error: `must be an integer from 1 to ${MAX_LIST_LIMIT}` })
@@ -93,9 +117,65 @@ export const ListPlantsQuerySchema = z.object({
     description:
       'Cursor: answer only plants whose id is greater than this one (the last id of the previous page)',
   }),
+  tag: text('must be a string', MAX_TAG_LENGTH)
+    .optional()
+    .meta({ description: 'Only plants with exactly this tag' }),
+  name_prefix: text('must be a string', MAX_NAME_LENGTH).optional().meta({
+    description:
+      'Only plants whose name starts with this text, compared exactly: case-sensitive, code point by code point',
+  }),
 });
 
 export type ListPlantsQuery = z.input<typeof ListPlantsQuerySchema>;
 
 /** Path parameters of `GET /plants/{id}` and `DELETE /plants/{id}`. */
 export const PlantIdParamsSchema = z.object({ id: PlantIdSchema });
+
+/**
+ * The body of `PATCH /plants/{id}`: a JSON Merge Patch (RFC 7396) of a plant. A member present
+ * replaces the field (same rules and limits as in `NewPlant`), `tag: null` removes the tag, a
+ * member absent leaves the field as it is. `id`, when sent, must be the path's.
+ */
+export const PlantPatchSchema = z
+  .object(
+    {
+      id: PlantIdSchema.optional().meta({
+        description: 'The plant’s id, if sent: must be the one in the path',
+      }),
+      name: PlantSchema.shape.name.optional(),
+      tag: text('must be a string or null', MAX_TAG_LENGTH)
+        .nullable()
+        .optional()
+        .meta({ description: 'The new tag, or null to remove it' }),
+    },
+    { error: 'must be a JSON object' },
+  )
+  .meta({ id: 'PlantPatch' });
+
+export type PlantPatch = z.infer<typeof PlantPatchSchema>;
+
+/**
+ * Input of `plants.update` (and of `PATCH /plants/{id}`: the path's id with the body's members):
+ * the fields to change and, optionally, the version the caller last saw (REST: `If-Match`).
+ */
+export const UpdatePlantInputSchema = z.object(
+  {
+    id: PlantIdSchema,
+    name: PlantPatchSchema.shape.name,
+    tag: PlantPatchSchema.shape.tag,
+    expectedVersion: PlantVersionSchema.optional().meta({
+      description: 'Change the plant only if this is its version (otherwise 412 / PRECONDITION_FAILED)',
+    }),
+  },
+  { error: 'must be a JSON object' },
+);
+
+export type UpdatePlantInput = z.input<typeof UpdatePlantInputSchema>;
+
+/** Input of `plants.delete` (and the path of `DELETE /plants/{id}`, whose `If-Match` is its `expectedVersion`). */
+export const DeletePlantInputSchema = z.object({
+  id: PlantIdSchema,
+  expectedVersion: UpdatePlantInputSchema.shape.expectedVersion,
+});
+
+export type DeletePlantInput = z.input<typeof DeletePlantInputSchema>;

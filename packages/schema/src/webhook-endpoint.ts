@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PLANT_EVENT_TYPES, PlantEventTypeSchema } from './event.ts';
 
 /** Longest endpoint URL, in characters. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
@@ -25,6 +26,34 @@ export const WebhookDeliveryIdSchema = z
   .regex(DELIVERY_ID_PATTERN, { error: 'must be a delivery id (msg_ and 32 hex digits)' })
   .meta({ description: 'The id of the delivery: the `webhook-id` header it is sent with' });
 
+/** What a registered endpoint receives when it chooses nothing: new plants only (as before endpoints chose). */
+export const DEFAULT_ENDPOINT_EVENTS = ['plant.created'] as const;
+
+/**
+ * The event types an endpoint receives: at least one, each at most once, answered in the order of
+ * `PLANT_EVENT_TYPES` whatever the order sent.
+ */
+export const EndpointEventsSchema = z
+  .array(PlantEventTypeSchema, { error: 'must be a list of event types' })
+  .min(1, { error: 'must list at least one event type' })
+  .transform((types) => PLANT_EVENT_TYPES.filter((type) => types.includes(type)))
+  .meta({
+    description: `The event types delivered to the endpoint (${PLANT_EVENT_TYPES.join(', ')}); default: plant.created only`,
+  });
+
+const endpointDescription = z
+  .string({ error: 'must be a string' })
+  .max(MAX_WEBHOOK_DESCRIPTION_LENGTH, {
+    error: `must be at most ${MAX_WEBHOOK_DESCRIPTION_LENGTH} characters`,
+  })
+  .meta({ description: 'A note for the endpoint’s owner' });
+
+/** An object body with only known fields: `.strict()` reports unknown ones through the object's error too. */
+const objectError = (iss: { code: string; keys?: string[] }) =>
+  iss.code === 'unrecognized_keys'
+    ? `has an unknown field: ${iss.keys!.join(', ')}`
+    : 'must be a JSON object';
+
 /** The body that registers an endpoint. */
 export const NewWebhookEndpointSchema = z
   .object(
@@ -37,26 +66,39 @@ export const NewWebhookEndpointSchema = z
             'Where deliveries are POSTed: an https URL whose host resolves only to public addresses',
           format: 'uri',
         }),
-      description: z
-        .string({ error: 'must be a string' })
-        .max(MAX_WEBHOOK_DESCRIPTION_LENGTH, {
-          error: `must be at most ${MAX_WEBHOOK_DESCRIPTION_LENGTH} characters`,
-        })
-        .optional()
-        .meta({ description: 'A note for the endpoint’s owner' }),
+      description: endpointDescription.optional(),
+      events: EndpointEventsSchema.optional(),
     },
-    {
-      // .strict() reports unknown fields through the object's error too.
-      error: (iss) =>
-        iss.code === 'unrecognized_keys'
-          ? `has an unknown field: ${iss.keys.join(', ')}`
-          : 'must be a JSON object',
-    },
+    { error: objectError },
   )
   .strict()
   .meta({ id: 'NewWebhookEndpoint' });
 
-export type NewWebhookEndpoint = z.infer<typeof NewWebhookEndpointSchema>;
+export type NewWebhookEndpoint = z.input<typeof NewWebhookEndpointSchema>;
+
+/**
+ * The body of `PATCH /webhook-endpoints/{id}`, a JSON Merge Patch: what it names changes
+ * (`description: null` removes the note), the rest stays.
+ */
+export const WebhookEndpointPatchSchema = z
+  .object(
+    {
+      events: EndpointEventsSchema.optional(),
+      description: endpointDescription.nullable().optional(),
+    },
+    { error: objectError },
+  )
+  .strict()
+  .meta({ id: 'WebhookEndpointPatch' });
+
+export type WebhookEndpointPatch = z.input<typeof WebhookEndpointPatchSchema>;
+
+/** Input of `webhookEndpoints.update` (REST: the path's id with the body's members). */
+export const UpdateWebhookEndpointInputSchema = WebhookEndpointPatchSchema.extend({
+  id: WebhookEndpointIdSchema,
+});
+
+export type UpdateWebhookEndpointInput = z.input<typeof UpdateWebhookEndpointInputSchema>;
 
 /**
  * Why an endpoint gets no deliveries: its token was revoked (`token_revoked`); the service found its
@@ -94,6 +136,7 @@ export const WebhookEndpointSchema = z
     url: z.string().meta({ description: 'Where deliveries are POSTed' }),
     description: z.string().nullable().meta({ description: 'The note given at registration, or null' }),
     createdAt: at('When the endpoint was registered (RFC 3339, UTC)'),
+    events: z.array(PlantEventTypeSchema).meta({ description: 'The event types delivered to the endpoint' }),
     disabled: WebhookEndpointDisabledSchema.nullable().meta({
       description:
         'Null while the endpoint gets deliveries. Otherwise since when and why it gets none: new plants are ' +
@@ -134,7 +177,7 @@ export type RotatedWebhookSecret = z.infer<typeof RotatedWebhookSecretSchema>;
 export const WebhookDeliverySchema = z
   .object({
     id: WebhookDeliveryIdSchema,
-    event: z.enum(['plant.created', 'webhook.ping']).meta({ description: 'What was delivered' }),
+    event: z.enum([...PLANT_EVENT_TYPES, 'webhook.ping']).meta({ description: 'What was delivered' }),
     status: z.enum(['pending', 'delivered', 'failed']).meta({
       description:
         'pending: not yet delivered and still tried; failed: out of attempts, or its endpoint was disabled',

@@ -2,12 +2,13 @@ import { ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { RequestError } from '../errors.ts';
+import { PLANT_EVENT_TYPES, type PlantEventType } from '@plant-store/schema';
 import type { EventLog, StoredEvent } from '../store/store.ts';
 
 /** A type of event a stream may ask for (`?types=`). */
-export type EventType = StoredEvent['type'];
+export type EventType = PlantEventType;
 /** Every type of event: a stream that asks for all of them is not filtered. */
-const EVENT_TYPES: readonly EventType[] = ['plant.created', 'plant.deleted'];
+const EVENT_TYPES: readonly EventType[] = PLANT_EVENT_TYPES;
 
 /** Events read from the log per query, when catching up and when fanning out. */
 const PAGE = 500;

@@ -25,11 +25,14 @@ export async function readBodyText(req: IncomingMessage): Promise<string> {
   }
 }
 
+const JSON_ONLY = ['application/json'];
+
 /**
- * Reads a REST JSON request body exactly (int64 ids as bigint). `application/json` with or without
- * parameters is JSON; any other media type is 415, a missing or empty body 400, malformed JSON 400.
+ * Reads a REST JSON request body exactly (int64 ids as bigint). One of `mediaTypes` (default
+ * `application/json`), with or without parameters, is JSON; any other media type is 415, a missing
+ * or empty body 400, malformed JSON 400.
  */
-export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, mediaTypes = JSON_ONLY): Promise<unknown> {
   const header = req.headers['content-type'];
   const hasBody =
     req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
@@ -40,13 +43,11 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     ?.slice('charset='.length)
     .replace(/"/g, '');
   if (
-    mediaType !== 'application/json' ||
+    !mediaTypes.includes(mediaType) ||
     (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
   ) {
-    throw new RequestError(
-      'unsupported_media_type',
-      'The request body must be JSON, sent with "Content-Type: application/json".',
-    );
+    const sent = mediaTypes.map((type) => `"Content-Type: ${type}"`).join(' or ');
+    throw new RequestError('unsupported_media_type', `The request body must be JSON, sent with ${sent}.`);
   }
   const text = await readBodyText(req);
   if (text.trim() === '') throw badRequest('The request body is required.');

@@ -1,6 +1,7 @@
 import { ApiErrorSchema, NewPlantSchema } from '@plant-store/schema';
 import { getPathParameters } from 'trpc-to-openapi';
 import { z } from 'zod';
+import { EXPECTED_VERSION } from '../conditions.ts';
 import { type AnyOperation, takesBody } from '../operation.ts';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import type { RestRoute } from './rest.ts';
@@ -175,23 +176,37 @@ function describe(operation: AnyOperation, path: string): ZodOpenApiOperationObj
     z.object(Object.fromEntries(Object.entries(shape).filter(([key]) => keys.includes(key))));
   const inBody = takesBody(operation);
   const header = openapi.requestHeaders && { header: openapi.requestHeaders };
+  // A PATCH: a JSON Merge Patch in the body, the path's parameters beside it.
+  const patch = operation.body && {
+    requestBody: {
+      required: true,
+      content: {
+        'application/merge-patch+json': { schema: operation.body },
+        'application/json': { schema: operation.body },
+      },
+    },
+    requestParams: { path: pick(pathParams), ...header },
+  };
   return {
     operationId: openapi.operationId,
     summary: openapi.summary,
     description: openapi.description,
     tags: openapi.tags,
-    ...(inBody
-      ? {
-          requestBody: { required: true, content: { 'application/json': { schema: input } } },
-          ...(header && { requestParams: header }),
-        }
-      : {
-          requestParams: {
-            path: pick(pathParams),
-            query: pick(Object.keys(shape).filter((key) => !pathParams.includes(key))),
-            ...header,
-          },
-        }),
+    ...(patch ??
+      (inBody
+        ? {
+            requestBody: { required: true, content: { 'application/json': { schema: input } } },
+            ...(header && { requestParams: header }),
+          }
+        : {
+            requestParams: {
+              path: pick(pathParams),
+              query: pick(
+                Object.keys(shape).filter((key) => !pathParams.includes(key) && key !== EXPECTED_VERSION),
+              ),
+              ...header,
+            },
+          })),
     responses: { [status]: success, ...Object.fromEntries(errors) },
   };
 }

@@ -1,7 +1,9 @@
 import { stringifyJson } from '@plant-store/schema';
 import type { Context, Middleware } from 'koa';
 import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
-import { methodNotAllowed } from '../errors.ts';
+import type { z } from 'zod';
+import { EXPECTED_VERSION, etagOf, noneMatchFails } from '../conditions.ts';
+import { describeIssues, methodNotAllowed, RequestError } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
 import { type AnyOperation, type RequestContext, type RequestScope, takesBody } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
@@ -45,9 +47,16 @@ export function restRoutes(operations = listOperations()): RestRoute[] {
       pattern: getPathRegExp(normalizePath(path)),
       operation,
       inputFromBody,
-      decoders: inputFromBody ? new Map() : paramDecoders(operation.input),
+      decoders: inputFromBody && operation.body === undefined ? new Map() : restParamDecoders(operation),
     };
   });
+}
+
+/** An operation's REST parameters: its input's, without `expectedVersion` (REST sends `If-Match`). */
+function restParamDecoders(operation: AnyOperation): ParamDecoders {
+  const decoders = new Map(paramDecoders(operation.input));
+  decoders.delete(EXPECTED_VERSION);
+  return decoders;
 }
 
 /**
@@ -83,11 +92,13 @@ export function restAdapter(
     if (allowed.length === 0) return next();
     if (route === undefined) throw methodNotAllowed(ctx.method, allowed);
     const { operation } = route;
-    const request = requestScope(ctx, 1);
+    const request = restScope(ctx);
     const readInput = () =>
-      route.inputFromBody
-        ? readJsonBody(ctx.req)
-        : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
+      operation.body !== undefined
+        ? readPatch(ctx, route, operation.body, match?.groups ?? {})
+        : route.inputFromBody
+          ? readJsonBody(ctx.req)
+          : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
     const result = await runOperation(
       operation,
       createContext(ctx.state.auth, request),
@@ -109,11 +120,58 @@ export function restAdapter(
       : { body: result.output };
     ctx.status = rest?.status ?? 200;
     if (presented.headers) ctx.set(presented.headers);
+    const ifNoneMatch = ctx.get('if-none-match');
+    const etag = ctx.response.get('etag');
+    if (ctx.method === 'GET' && ifNoneMatch !== '' && etag !== '' && noneMatchFails(ifNoneMatch, etag)) {
+      ctx.status = 304;
+      return;
+    }
     if (presented.body !== undefined) {
       ctx.type = 'application/json';
       ctx.body = stringifyJson(presented.body);
     }
   };
+}
+
+/** A REST call's request scope: with its `If-Match` header, and the answer's `ETag` for a plant's version. */
+function restScope(ctx: Context): RequestScope {
+  const ifMatch = ctx.req.headers['if-match'];
+  return {
+    ...requestScope(ctx, 1),
+    ...(ifMatch !== undefined && { ifMatch }),
+    setVersion: (version) => ctx.set('ETag', etagOf(version)),
+  };
+}
+
+/** The media types a PATCH body may be sent as: a JSON Merge Patch (RFC 7396), or plain JSON. */
+const PATCH_MEDIA_TYPES = ['application/merge-patch+json', 'application/json'];
+
+/**
+ * The input of an operation whose input is its path parameters plus a body: the body, validated
+ * against `body` (400 "Invalid request body: …"), with the path's parameters, which a body member
+ * of the same name must equal (400 otherwise).
+ */
+async function readPatch(
+  ctx: Context,
+  route: RestRoute,
+  body: z.ZodType,
+  groups: Record<string, string>,
+): Promise<Record<string, unknown>> {
+  const params = decodeParams(route.decoders, groups);
+  const parsed = body.safeParse(await readJsonBody(ctx.req, PATCH_MEDIA_TYPES));
+  if (!parsed.success) {
+    throw new RequestError('bad_request', describeIssues(parsed.error.issues), { cause: parsed.error });
+  }
+  const members = parsed.data as Record<string, unknown>;
+  for (const [name, value] of Object.entries(params)) {
+    if (members[name] !== undefined && members[name] !== value) {
+      throw new RequestError(
+        'bad_request',
+        `Invalid request body: ${name} must be the path's (${String(value)}) when sent.`,
+      );
+    }
+  }
+  return { ...members, ...params };
 }
 
 /**

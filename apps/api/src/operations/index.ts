@@ -1,6 +1,6 @@
 import { type AnyOperation, isOperation } from '../operation.ts';
 import { plantEvents } from './events.ts';
-import { createPlant, deletePlant, getPlant, listPlants } from './plants.ts';
+import { createPlant, deletePlant, getPlant, listPlants, updatePlant } from './plants.ts';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -10,6 +10,7 @@ import {
   pingWebhookEndpoint,
   redeliverWebhook,
   rotateWebhookSecret,
+  updateWebhookEndpoint,
 } from './webhook-endpoints.ts';
 
 /**
@@ -22,6 +23,7 @@ export const operations = {
     create: createPlant,
     list: listPlants,
     get: getPlant,
+    update: updatePlant,
     delete: deletePlant,
     events: plantEvents,
   },
@@ -29,6 +31,7 @@ export const operations = {
     create: createWebhookEndpoint,
     list: listWebhookEndpoints,
     get: getWebhookEndpoint,
+    update: updateWebhookEndpoint,
     delete: deleteWebhookEndpoint,
     rotateSecret: rotateWebhookSecret,
     deliveries: listWebhookDeliveries,

@@ -1,18 +1,23 @@
 import {
+  DeletePlantInputSchema,
   ListPlantsQuerySchema,
   NewPlantSchema,
   PlantIdParamsSchema,
+  PlantPatchSchema,
   PlantSchema,
   PlantWithIdSchema,
   type PlantWithId,
+  UpdatePlantInputSchema,
   withTag,
 } from '@plant-store/schema';
 import { z } from 'zod';
+import { ETagHeaders, expectedOf, IfMatchHeaders, staleVersion } from '../conditions.ts';
 import { RequestError } from '../errors.ts';
 import { checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
 import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
+import { pendingStore } from '../pending-store.ts';
 
 /** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
 const KEY_ERRORS = {
@@ -26,6 +31,11 @@ const KEYED = {
   requestHeaders: IdempotencyKeyHeaders,
   responseHeaders: ReplayedHeaders,
 } as const;
+
+/** 412, for the operations that take `If-Match` (tRPC: `expectedVersion`). */
+const STALE = {
+  412: 'If-Match names no current ETag of the plant (or expectedVersion is not its version): nothing was changed',
+};
 
 function noSuchPlant(id: bigint): never {
   throw new RequestError('not_found', `There is no plant with id ${id}.`);
@@ -48,11 +58,13 @@ export const createPlant = defineOperation({
     summary: 'Create a plant',
     description:
       'Creates a new plant in the store. Send an `Idempotency-Key` to make it safe to retry: a retry of a ' +
-      'create that did commit then gets the same 200 again (with `Idempotent-Replayed: true`), not 409.',
+      'create that did commit then gets the same 200 again (with `Idempotent-Replayed: true`), not 409. ' +
+      'The answer’s `ETag` is the new plant’s version.',
     tags: ['plants'],
     successDescription:
       'The created plant (or, with `Idempotent-Replayed: true`, the stored answer to a retry)',
     ...KEYED,
+    responseHeaders: ReplayedHeaders.extend({ ETag: ETagHeaders.shape.ETag.optional() }),
     errorResponses: {
       400: `The body is not valid JSON or not a NewPlant. ${KEY_ERRORS[400]}`,
       409: `A plant with this id already exists, or: ${KEY_ERRORS[409]}`,
@@ -66,14 +78,16 @@ export const createPlant = defineOperation({
   output: PlantSchema,
   idempotencyKey: true,
   async run(ctx, plant) {
-    const { store, webhooks } = ctx;
+    const { webhooks } = ctx;
+    const store = pendingStore(ctx.store);
     const answer = withTag({ name: plant.name }, plant.tag);
     // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
     const payload = newPlantPayload(plant);
-    const created = await storeCall(() =>
+    const version = await storeCall(() =>
       store.create(plant, webhooks.deliveriesFor(plant, payload), keyedAnswer(ctx, 200, answer), payload),
     );
-    if (!created) throw new RequestError('conflict', `A plant with id ${plant.id} already exists.`);
+    if (version === false) throw new RequestError('conflict', `A plant with id ${plant.id} already exists.`);
+    ctx.request.setVersion?.(version);
     return answer;
   },
 });
@@ -87,7 +101,8 @@ export const listPlants = defineOperation({
     summary: 'List plants',
     description:
       'Returns all plants from the system that the user has access to, in ascending id order, one page at a time. ' +
-      'While more remain, the answer has a `Link: <…>; rel="next"` header (RFC 8288) with the next page.',
+      'While more remain, the answer has a `Link: <…>; rel="next"` header (RFC 8288) with the next page, which ' +
+      'keeps the filters. With `tag` and `name_prefix`, only the plants that match them.',
     tags: ['plants'],
     successDescription: 'A page of plants',
     responseHeaders: z.object({
@@ -97,7 +112,7 @@ export const listPlants = defineOperation({
         .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
     }),
     errorResponses: {
-      400: 'A bad limit or after parameter',
+      400: 'A bad limit, after, tag or name_prefix parameter',
       ...PROTECTED_ERRORS,
       503: 'The store is unavailable, or too many lists are being read right now; retry later (see Retry-After)',
     },
@@ -106,10 +121,12 @@ export const listPlants = defineOperation({
   output: z.array(PlantWithIdSchema),
   async run(
     { store, request, heavyReads },
-    { limit, after },
+    { limit, after, tag, name_prefix: namePrefix },
   ): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
     const maxBytes = heavyReads.admit(request);
-    const { plants, more } = await storeCall(() => store.list({ limit, after, maxBytes }));
+    const { plants, more } = await storeCall(() =>
+      pendingStore(store).list({ limit, after, maxBytes, tag, namePrefix }),
+    );
     checkShare(request, plants, maxBytes);
     return { plants, next: more ? plants[plants.length - 1]!.id : null };
   },
@@ -117,7 +134,8 @@ export const listPlants = defineOperation({
     status: 200,
     present({ plants, next }, { path, input }) {
       const cursor = next === null ? null : { name: 'after', value: next };
-      return { body: plants, headers: nextPageHeaders(path, input.limit, cursor) };
+      const filters = { tag: input.tag, name_prefix: input.name_prefix };
+      return { body: plants, headers: nextPageHeaders(path, input.limit, cursor, filters) };
     },
   },
 });
@@ -129,9 +147,18 @@ export const getPlant = defineOperation({
     path: '/plants/{id}',
     operationId: 'getPlant',
     summary: 'Read a plant',
-    description: 'Returns the plant with this id.',
+    description:
+      'Returns the plant with this id; its `ETag` is its version. With `If-None-Match` naming that ETag ' +
+      '(or `*`), the answer is 304 with no body: the plant has not changed since.',
     tags: ['plants'],
     successDescription: 'The plant',
+    requestHeaders: z.object({
+      'If-None-Match': z.string().optional().meta({
+        description: 'Answer 304, without a body, when the plant’s ETag is one of these (or with `*`)',
+        example: '"42"',
+      }),
+    }),
+    responseHeaders: ETagHeaders,
     errorResponses: {
       400: 'The id is not an int64',
       404: 'There is no plant with this id',
@@ -140,8 +167,55 @@ export const getPlant = defineOperation({
   },
   input: PlantIdParamsSchema,
   output: PlantWithIdSchema,
-  async run({ store }, { id }) {
-    return (await storeCall(() => store.get(id))) ?? noSuchPlant(id);
+  async run({ store, request }, { id }) {
+    const plant = (await storeCall(() => store.get(id))) ?? noSuchPlant(id);
+    request.setVersion?.(plant.version);
+    return plant;
+  },
+});
+
+export const updatePlant = defineOperation({
+  scope: 'write',
+  openapi: {
+    method: 'PATCH',
+    path: '/plants/{id}',
+    operationId: 'updatePlant',
+    summary: 'Update a plant',
+    description:
+      'Changes the plant with this id by a JSON Merge Patch (RFC 7396), sent as `application/merge-patch+json` ' +
+      'or `application/json`: a member present replaces the field (`tag: null` removes the tag), a member ' +
+      'absent leaves it. A patch that changes nothing answers 200 with the plant, its version unchanged, and ' +
+      'appends no event. With `If-Match`, only if the plant’s ETag is one it names (412 otherwise, and nothing ' +
+      'changes). With an `Idempotency-Key`, a retry of an update that did commit gets the same 200 again ' +
+      '(with `Idempotent-Replayed: true`), not a second version.',
+    tags: ['plants'],
+    successDescription: 'The plant after the change; its `ETag` is its version',
+    requestHeaders: IdempotencyKeyHeaders.extend(IfMatchHeaders.shape),
+    responseHeaders: ReplayedHeaders.extend({ ETag: ETagHeaders.shape.ETag.optional() }),
+    errorResponses: {
+      400: `The body is not valid JSON or not a plant's merge patch (name null, a bad field, an id other than the path's). ${KEY_ERRORS[400]}`,
+      404: 'There is no plant with this id',
+      ...PROTECTED_ERRORS,
+      409: KEY_ERRORS[409],
+      ...STALE,
+      413: 'The body is larger than the limit',
+      415: 'The body is not application/merge-patch+json or application/json',
+      422: KEY_ERRORS[422],
+    },
+  },
+  input: UpdatePlantInputSchema,
+  body: PlantPatchSchema,
+  output: PlantWithIdSchema,
+  idempotencyKey: true,
+  async run(ctx, { id, name, tag, expectedVersion }): Promise<PlantWithId> {
+    const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
+    const outcome = await storeCall(() =>
+      pendingStore(ctx.store).update({ id, name, tag }, { expected, key: ctx.keyClaim }),
+    );
+    if (outcome === undefined) noSuchPlant(id);
+    if ('stale' in outcome) throw staleVersion(id, outcome.stale);
+    ctx.request.setVersion?.(outcome.plant.version);
+    return outcome.plant;
   },
 });
 
@@ -153,25 +227,31 @@ export const deletePlant = defineOperation({
     operationId: 'deletePlant',
     summary: 'Delete a plant',
     description:
-      'Deletes a single plant based on the ID supplied. With an `Idempotency-Key`, a retry of a delete that ' +
+      'Deletes a single plant based on the ID supplied. With `If-Match`, only if the plant’s ETag is one it ' +
+      'names (412 otherwise, and nothing changes). With an `Idempotency-Key`, a retry of a delete that ' +
       'did commit gets the same 204 again (with `Idempotent-Replayed: true`), not 404.',
     tags: ['plants'],
     successDescription: 'The plant was deleted',
     ...KEYED,
+    requestHeaders: IdempotencyKeyHeaders.extend(IfMatchHeaders.shape),
     errorResponses: {
       400: `The id is not an int64. ${KEY_ERRORS[400]}`,
       404: 'There is no plant with this id',
       ...PROTECTED_ERRORS,
       409: KEY_ERRORS[409],
+      ...STALE,
       422: KEY_ERRORS[422],
     },
   },
-  input: PlantIdParamsSchema,
+  input: DeletePlantInputSchema,
   idempotencyKey: true,
-  async run(ctx, { id }): Promise<void> {
-    const { store } = ctx;
-    const deleted = await storeCall(() => store.delete(id, keyedAnswer(ctx, 204)));
-    if (!deleted) noSuchPlant(id);
+  async run(ctx, { id, expectedVersion }): Promise<void> {
+    const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
+    const deleted = await storeCall(() =>
+      pendingStore(ctx.store).delete(id, keyedAnswer(ctx, 204), expected),
+    );
+    if (deleted === false) noSuchPlant(id);
+    if (deleted !== true) throw staleVersion(id, deleted.stale);
   },
   rest: { status: 204 },
 });

@@ -8,6 +8,9 @@ import {
   WebhookDeliverySchema,
   WebhookEndpointParamsSchema,
   WebhookEndpointSchema,
+  UpdateWebhookEndpointInputSchema,
+  WebhookEndpointPatchSchema,
+  DEFAULT_ENDPOINT_EVENTS,
   type CreatedWebhookEndpoint,
   type RotatedWebhookSecret,
   type WebhookDelivery,
@@ -23,6 +26,7 @@ import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
 import { LookupsBusyError } from '../webhooks/lookup-slots.ts';
 import { checkEndpointUrl, parseEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
 import { PROTECTED_ERRORS } from './plants.ts';
+import { type PendingEndpoint, pendingStore } from '../pending-store.ts';
 
 const TAGS = ['webhook-endpoints'];
 
@@ -75,14 +79,15 @@ function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox 
 }
 
 /** The caller's endpoint, or 404. */
-async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
+async function ownEndpoint(ctx: OperationContext, id: string): Promise<PendingEndpoint> {
   return (
-    (await storeCall(() => ctx.store.webhookEndpoints.get(id, ctx.principal.tokenName))) ?? noSuchEndpoint(id)
+    (await storeCall(() => pendingStore(ctx.store).webhookEndpoints.get(id, ctx.principal.tokenName))) ??
+    noSuchEndpoint(id)
   );
 }
 
 /** The caller's endpoint, or 404; 409 when it is disabled (it gets no deliveries, a ping none either). */
-async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
+async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<PendingEndpoint> {
   const endpoint = await ownEndpoint(ctx, id);
   if (endpoint.disabled !== null) {
     throw new RequestError(
@@ -96,12 +101,13 @@ async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<St
 /** 409 for ping and redeliver. */
 const DISABLED = { 409: 'The endpoint is disabled (see its `disabled`): it gets no deliveries' };
 
-function present(endpoint: StoredEndpoint): WebhookEndpoint {
+function present(endpoint: PendingEndpoint): WebhookEndpoint {
   return {
     id: endpoint.id,
     url: endpoint.url,
     description: endpoint.description,
     createdAt: endpoint.createdAt.toISOString(),
+    events: endpoint.events,
     disabled:
       endpoint.disabled === null
         ? null
@@ -154,9 +160,9 @@ export const createWebhookEndpoint = defineOperation({
     operationId: 'createWebhookEndpoint',
     summary: 'Register a webhook endpoint',
     description:
-      'Registers an endpoint of this token: from now on every new plant is POSTed to it (event ' +
-      '`plant.created`), signed as Standard Webhooks describes with the secret in this answer, which is ' +
-      'shown only here. The URL must be https and resolve only to public addresses. The token needs the ' +
+      'Registers an endpoint of this token: from now on every event of the types in `events` (by default ' +
+      'only `plant.created`, every new plant) is POSTed to it with its type in `webhook-event`, signed as ' +
+      'Standard Webhooks describes with the secret in this answer, which is shown only here. The URL must be https and resolve only to public addresses. The token needs the ' +
       '`read` scope as well as `webhooks`, since the endpoint receives every plant; it is delivered to only ' +
       'while the token stays active with both (otherwise it is disabled: see `disabled`).',
     tags: TAGS,
@@ -174,7 +180,10 @@ export const createWebhookEndpoint = defineOperation({
   },
   input: NewWebhookEndpointSchema,
   output: CreatedWebhookEndpointSchema,
-  async run(ctx, { url, description }): Promise<CreatedWebhookEndpoint> {
+  async run(
+    ctx,
+    { url, description, events = [...DEFAULT_ENDPOINT_EVENTS] },
+  ): Promise<CreatedWebhookEndpoint> {
     // An endpoint receives every new plant: what only a token that may read plants may see.
     if (!ctx.principal.scopes.includes('read')) {
       throw new RequestError('forbidden', 'This token lacks the read scope this operation needs.');
@@ -184,7 +193,7 @@ export const createWebhookEndpoint = defineOperation({
     try {
       parseEndpointUrl(url, policy);
       // The cap before any lookup, so a token at its cap makes none (the insert checks it again, atomically).
-      const owned = await storeCall(() => ctx.store.webhookEndpoints.list(owner));
+      const owned = await storeCall(() => pendingStore(ctx.store).webhookEndpoints.list(owner));
       if (owned.length >= perToken) tooManyEndpoints(perToken);
       await checkEndpointUrl(url, policy, resolver.forRegistration(owner), dnsTimeoutMs);
     } catch (error) {
@@ -195,8 +204,8 @@ export const createWebhookEndpoint = defineOperation({
     const id = newEndpointId();
     const secret = newEndpointSecret();
     const created = await storeCall(() =>
-      ctx.store.webhookEndpoints.create(
-        { id, owner, url, description: description ?? null, secret: box.seal(secret, id) },
+      pendingStore(ctx.store).webhookEndpoints.create(
+        { id, owner, url, description: description ?? null, events, secret: box.seal(secret, id) },
         { maxPerOwner: perToken },
       ),
     );
@@ -222,7 +231,9 @@ export const listWebhookEndpoints = defineOperation({
   output: z.array(WebhookEndpointSchema),
   async run(ctx): Promise<WebhookEndpoint[]> {
     settingsOf(ctx);
-    const endpoints = await storeCall(() => ctx.store.webhookEndpoints.list(ctx.principal.tokenName));
+    const endpoints = await storeCall(() =>
+      pendingStore(ctx.store).webhookEndpoints.list(ctx.principal.tokenName),
+    );
     return endpoints.map(present);
   },
 });
@@ -247,6 +258,40 @@ export const getWebhookEndpoint = defineOperation({
   },
 });
 
+export const updateWebhookEndpoint = defineOperation({
+  scope: 'webhooks',
+  openapi: {
+    method: 'PATCH',
+    path: '/webhook-endpoints/{id}',
+    operationId: 'updateWebhookEndpoint',
+    summary: 'Change a webhook endpoint',
+    description:
+      'Changes which event types the endpoint receives (`events`) or its note (`description`, null to ' +
+      'remove it), by a JSON Merge Patch (`application/merge-patch+json` or `application/json`): what the ' +
+      'patch leaves out stays. Events committed from then on follow the new choice; deliveries already ' +
+      'enqueued are still sent.',
+    tags: TAGS,
+    successDescription: 'The endpoint after the change',
+    errorResponses: {
+      ...NOT_FOUND,
+      400: 'The id is malformed, or the body is not a WebhookEndpointPatch',
+      413: 'The body is larger than the limit',
+      415: 'The body is not application/merge-patch+json or application/json',
+      ...ENDPOINT_ERRORS,
+    },
+  },
+  input: UpdateWebhookEndpointInputSchema,
+  body: WebhookEndpointPatchSchema,
+  output: WebhookEndpointSchema,
+  async run(ctx, { id, events, description }): Promise<WebhookEndpoint> {
+    settingsOf(ctx);
+    const updated = await storeCall(() =>
+      pendingStore(ctx.store).webhookEndpoints.update(id, ctx.principal.tokenName, { events, description }),
+    );
+    return present(updated ?? noSuchEndpoint(id));
+  },
+});
+
 export const deleteWebhookEndpoint = defineOperation({
   scope: 'webhooks',
   openapi: {
@@ -262,7 +307,9 @@ export const deleteWebhookEndpoint = defineOperation({
   input: WebhookEndpointParamsSchema,
   async run(ctx, { id }): Promise<void> {
     settingsOf(ctx);
-    const deleted = await storeCall(() => ctx.store.webhookEndpoints.delete(id, ctx.principal.tokenName));
+    const deleted = await storeCall(() =>
+      pendingStore(ctx.store).webhookEndpoints.delete(id, ctx.principal.tokenName),
+    );
     if (!deleted) noSuchEndpoint(id);
   },
   rest: { status: 204 },
@@ -290,7 +337,7 @@ export const rotateWebhookSecret = defineOperation({
     const { box, overlapMs } = settingsOf(ctx);
     const secret = newEndpointSecret();
     const rotated = await storeCall(() =>
-      ctx.store.webhookEndpoints.rotate(id, ctx.principal.tokenName, {
+      pendingStore(ctx.store).webhookEndpoints.rotate(id, ctx.principal.tokenName, {
         secret: box.seal(secret, id),
         overlapMs,
       }),
