@@ -5,7 +5,6 @@ import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
 import type { LiveChange } from './merge-live.ts';
 import { useModal } from './modal.ts';
-import type { FieldErrors } from './new-plant.ts';
 import {
   describeChange,
   describePlant,
@@ -14,7 +13,7 @@ import {
   type PlantChange,
   parsePlantEdit,
 } from './plant-edit.ts';
-import { TextField } from './text-field.tsx';
+import { useTextFields } from './text-field.tsx';
 
 type Props = {
   client: PlantsClient;
@@ -37,19 +36,20 @@ type Conflict = { change: PlantChange; current: PlantWithId };
  * change for that version. A change by someone else while the form is open is shown as it comes.
  */
 export function EditDialog({ client, plant, latest, onClose, onSaved, announce }: Props) {
-  const [fields, setFields] = useState<EditFields>({ name: '', tag: '' });
-  const [errors, setErrors] = useState<FieldErrors<keyof EditFields>>({});
+  const { fields, setFields, refuse, focus, field } = useTextFields<keyof EditFields>('edit-plant', {
+    name: '',
+    tag: '',
+  });
   const [formError, setFormError] = useState<string>();
   const [conflict, setConflict] = useState<Conflict>();
-  const inputs = useRef<Partial<Record<keyof EditFields, HTMLInputElement | null>>>({});
   const applyAgain = useRef<HTMLButtonElement>(null);
   const dialog = useModal(plant !== undefined, {
     onOpen: () => {
       if (plant !== undefined) setFields(editFields(plant));
-      setErrors({});
+      refuse({});
       setFormError(undefined);
       setConflict(undefined);
-      inputs.current.name?.focus();
+      focus('name');
     },
   });
   const save = useMutation({
@@ -93,30 +93,12 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
     event.preventDefault();
     if (plant === undefined) return;
     const parsed = parsePlantEdit(plant, fields);
-    if (!parsed.ok) {
-      setErrors(parsed.errors);
-      inputs.current[parsed.errors.name !== undefined ? 'name' : 'tag']?.focus();
-      return;
-    }
-    setErrors({});
+    refuse(parsed.ok ? {} : parsed.errors);
+    if (!parsed.ok) return;
     if (Object.keys(parsed.change).length > 0) return send(parsed.change, plant.version);
     announce(`Plant ${plant.id} is unchanged.`);
     onClose();
   };
-
-  const field = (name: keyof EditFields, label: string, hint?: string) => (
-    <TextField
-      id={`edit-plant-${name}`}
-      label={label}
-      value={fields[name]}
-      onValue={(value) => setFields({ ...fields, [name]: value })}
-      error={errors[name]}
-      inputRef={(element) => {
-        inputs.current[name] = element;
-      }}
-      aria-describedby={hint}
-    />
-  );
 
   // Someone else's change since the version this dialog works from, unless it is this save's own.
   const read = conflict?.current ?? plant;
@@ -141,16 +123,11 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
         <form onSubmit={submit} noValidate>
           <div className="fields">
             {field('name', 'Name')}
-            {field('tag', 'Tag', 'edit-plant-tag-hint')}
+            {field('tag', 'Tag', { 'aria-describedby': 'edit-plant-tag-hint' })}
           </div>
           <p className="hint" id="edit-plant-tag-hint">
             Tag: empty removes it.
           </p>
-          {formError !== undefined && (
-            <p role="alert" className="error">
-              {formError}
-            </p>
-          )}
           <div className="dialog-buttons">
             {cancel}
             <button type="submit" disabled={save.isPending}>
@@ -165,11 +142,6 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
             {describePlant(conflict.current)}.
           </p>
           <p>Your change: {describeChange(conflict.change)}.</p>
-          {formError !== undefined && (
-            <p role="alert" className="error">
-              {formError}
-            </p>
-          )}
           <div className="dialog-buttons">
             {cancel}
             <button
@@ -182,6 +154,11 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
             </button>
           </div>
         </div>
+      )}
+      {formError !== undefined && (
+        <p role="alert" className="error">
+          {formError}
+        </p>
       )}
       <p role="status" className="note">
         {newer === 'deleted'

@@ -1,4 +1,5 @@
-import type { InputHTMLAttributes, Ref } from 'react';
+import { type InputHTMLAttributes, type Ref, useRef, useState } from 'react';
+import type { FieldErrors } from './new-plant.ts';
 
 type Props = Omit<InputHTMLAttributes<HTMLInputElement>, 'id' | 'value' | 'onChange'> & {
   /** The input's id; its message's is `<id>-error`. */
@@ -37,4 +38,34 @@ export function TextField({ id, label, value, onValue, error, inputRef, ...extra
       )}
     </div>
   );
+}
+
+/**
+ * The state of a form's text fields (values, messages, inputs), ids `<prefix>-<name>`: `field`
+ * renders one; `refuse` shows messages and focuses the first field (in `initial`'s order) to fix.
+ */
+export function useTextFields<F extends string>(prefix: string, initial: Record<F, string>) {
+  const [fields, setFields] = useState(initial);
+  const [errors, setErrors] = useState<FieldErrors<F>>({});
+  const inputs = useRef<Partial<Record<F, HTMLInputElement | null>>>({});
+  const focus = (name: F) => inputs.current[name]?.focus();
+  const refuse = (refused: FieldErrors<F>) => {
+    setErrors(refused);
+    const first = (Object.keys(initial) as F[]).find((name) => refused[name] !== undefined);
+    if (first !== undefined) focus(first);
+  };
+  const field = (name: F, label: string, extra: InputHTMLAttributes<HTMLInputElement> = {}) => (
+    <TextField
+      {...extra}
+      id={`${prefix}-${name}`}
+      label={label}
+      value={fields[name]}
+      onValue={(value) => setFields({ ...fields, [name]: value })}
+      error={errors[name]}
+      inputRef={(element) => {
+        inputs.current[name] = element;
+      }}
+    />
+  );
+  return { fields, setFields, refuse, focus, field };
 }
