@@ -119,13 +119,11 @@ describe('GET /openapi.json', () => {
     const parameters = post.parameters as { in: string; name: string; required: boolean; schema: object }[];
     expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual(
       [
-        ...['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
+        ...['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-event'].map((name) => ({
           where: 'header',
           name,
           required: true,
         })),
-        // Registered endpoints only.
-        { where: 'header', name: 'webhook-event', required: undefined },
       ],
     );
     expect(parameters[3]!.schema).toMatchObject({ type: 'string', const: 'plant.created' });

@@ -44,8 +44,8 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
       expect(request.id).toMatch(/^msg_[0-9a-f]{32}$/);
       expect(Math.abs(Number(request.timestamp) - sentAt)).toBeLessThan(30);
       expect(request.signature).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
-      // `webhook-event` is for registered endpoints only (the OpenAPI document says so).
-      expect(request.event).toBeUndefined();
+      // Every delivery names its event type, the operator's subscribers' too.
+      expect(request.event).toBe('plant.created');
     }
     expect(a!.id).not.toBe(b!.id);
     expect(parseJson(a!.body)).toStrictEqual({ id: 2n ** 63n - 1n, name: 'Monstera', tag: 'aroid' });

@@ -112,7 +112,7 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
       summary: 'Information about a new plant added to the store',
       description:
         'POSTed to every URL in WEBHOOK_URLS, and to every endpoint registered with `POST /webhook-endpoints` ' +
-        '(signed with its own secret, with `webhook-event: plant.created`), once a plant is created, signed as ' +
+        'that chose `plant.created` (the default; signed with its own secret), once a plant is created, signed as ' +
         'the Standard Webhooks specification describes. Any 2xx answer acknowledges it; anything else (or no answer in time) is ' +
         'retried with exponential backoff and jitter, with the same `webhook-id`: delivery is at least ' +
         'once, so de-duplicate by `webhook-id`.',
@@ -137,9 +137,11 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
               'To a registered endpoint: keyed with its secret, and during a rotation’s overlap a second, space-separated `v1,` signature with the previous secret',
             example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
           }),
-          'webhook-event': z.literal('plant.created').optional().meta({
+          'webhook-event': z.literal('plant.created').meta({
             description:
-              'The event type. Sent to endpoints registered with `POST /webhook-endpoints`, not to the WEBHOOK_URLS subscribers',
+              'The event type, on every delivery. The WEBHOOK_URLS subscribers get only `plant.created`; a ' +
+              'registered endpoint gets the types it chose (its `events`), `plant.updated` with ' +
+              '`{id, name, tag?, version, changed}` and `plant.deleted` with `{id}` as the body',
             example: 'plant.created',
           }),
         }),

@@ -226,7 +226,7 @@ export function startDeliveryWorker({
       abort: cut.signal,
       ...(to.guard && { guard: to.guard }),
       ...(to.resolveHost && { resolveHost: to.resolveHost }),
-      headers: { ...span?.headers, ...(delivery.endpoint && { 'webhook-event': delivery.endpoint.event }) },
+      headers: { ...span?.headers, 'webhook-event': delivery.endpoint?.event ?? 'plant.created' },
     });
     span?.end(outcome);
     attemptsInFlight.delete(cut);
