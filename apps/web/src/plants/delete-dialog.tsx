@@ -30,12 +30,15 @@ export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, 
   // The plant as it is now, when someone else changed it after it was read.
   const [changed, setChanged] = useState<PlantWithId>();
   const deleted = useRef(false);
+  // Another plant to delete: no message or change of the last one shows, even for a moment.
+  const [opened, setOpened] = useState<PlantWithId>();
+  if (plant !== opened) {
+    setOpened(plant);
+    setError(undefined);
+    setChanged(undefined);
+  }
   const dialog = useModal(plant !== undefined, {
-    onOpen: () => {
-      setError(undefined);
-      setChanged(undefined);
-      cancel.current?.focus();
-    },
+    onOpen: () => cancel.current?.focus(),
     onClosed: () => {
       if (deleted.current) afterDeleted();
       deleted.current = false;

@@ -36,22 +36,23 @@ type Conflict = { change: PlantChange; current: PlantWithId };
  * change for that version. A change by someone else while the form is open is shown as it comes.
  */
 export function EditDialog({ client, plant, latest, onClose, onSaved, announce }: Props) {
-  const { fields, setFields, refuse, focus, field } = useTextFields<keyof EditFields>('edit-plant', {
+  const { fields, reset, refuse, focus, field } = useTextFields<keyof EditFields>('edit-plant', {
     name: '',
     tag: '',
   });
   const [formError, setFormError] = useState<string>();
   const [conflict, setConflict] = useState<Conflict>();
   const applyAgain = useRef<HTMLButtonElement>(null);
-  const dialog = useModal(plant !== undefined, {
-    onOpen: () => {
-      if (plant !== undefined) setFields(editFields(plant));
-      refuse({});
-      setFormError(undefined);
-      setConflict(undefined);
-      focus('name');
-    },
-  });
+  // Another plant to edit: the form starts from it, set while rendering so that it never shows the
+  // last plant's values or messages.
+  const [opened, setOpened] = useState<PlantWithId>();
+  if (plant !== opened) {
+    setOpened(plant);
+    if (plant !== undefined) reset(editFields(plant));
+    setFormError(undefined);
+    setConflict(undefined);
+  }
+  const dialog = useModal(plant !== undefined, { onOpen: () => focus('name') });
   const save = useMutation({
     mutationFn: ({ change, version }: { change: PlantChange; version: bigint }) =>
       client.plants.update.mutate({ id: plant!.id, ...change, expectedVersion: version }),

@@ -42,7 +42,8 @@ export function TextField({ id, label, value, onValue, error, inputRef, ...extra
 
 /**
  * The state of a form's text fields (values, messages, inputs), ids `<prefix>-<name>`: `field`
- * renders one; `refuse` shows messages and focuses the first field (in `initial`'s order) to fix.
+ * renders one; `refuse` shows messages and focuses the first field (in `initial`'s order) to fix;
+ * `reset` starts over.
  */
 export function useTextFields<F extends string>(prefix: string, initial: Record<F, string>) {
   const [fields, setFields] = useState(initial);
@@ -67,5 +68,10 @@ export function useTextFields<F extends string>(prefix: string, initial: Record<
       }}
     />
   );
-  return { fields, setFields, refuse, focus, field };
+  /** Starts over from `values`, without messages. */
+  const reset = (values: Record<F, string>) => {
+    setFields(values);
+    setErrors({});
+  };
+  return { fields, setFields, reset, refuse, focus, field };
 }
