@@ -255,7 +255,11 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
   });
 
   it('shares a full instance fairly: a token below its share takes the place of the largest holder’s oldest stream', async () => {
-    const fair = createEventHub(store.events, { ...LIMITS, maxStreams: 10, maxStreamsPerToken: 20 }, pino({ level: 'silent' }));
+    const fair = createEventHub(
+      store.events,
+      { ...LIMITS, maxStreams: 10, maxStreamsPerToken: 20 },
+      pino({ level: 'silent' }),
+    );
     try {
       const held = new Map<string, { stream: Awaited<ReturnType<EventHub['open']>>; ended?: string }[]>();
       /** Opens streams for `token` until refused; resolves with the status that refused it. */

@@ -73,7 +73,9 @@ describe.each(testStores())('POST /plants on $name', (testStore) => {
       expect(answer.status).toBe(200);
       expect(answer.text).toBe(JSON.stringify({ name, tag }));
       const read = await send(`${api.url}/plants/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      expect(read.text).toBe(`{"id":${id},"name":"${name}","tag":"${tag}"}`);
+      const version = answer.headers.get('etag')!.slice(1, -1);
+      expect(read.text).toBe(`{"id":${id},"name":"${name}","tag":"${tag}","version":${version}}`);
+      expect(read.headers.get('etag')).toBe(`"${version}"`);
     });
   });
 

@@ -58,9 +58,16 @@ describe.each(testStores())('DELETE /plants/{id} on $name', (testStore) => {
   });
 
   it('lets the id be created again afterwards', async () => {
-    expect((await postPlant(api.url, '{"id":88,"name":"Old"}')).status).toBe(200);
+    const old = await postPlant(api.url, '{"id":88,"name":"Old"}');
+    expect(old.status).toBe(200);
     expect((await send(`${api.url}/plants/88`, { method: 'DELETE', headers: AUTH })).status).toBe(204);
-    expect((await postPlant(api.url, '{"id":88,"name":"New"}')).status).toBe(200);
-    expect((await send(`${api.url}/plants/88`, { headers: AUTH })).text).toBe('{"id":88,"name":"New"}');
+    const created = await postPlant(api.url, '{"id":88,"name":"New"}');
+    expect(created.status).toBe(200);
+    // A new version, greater than the deleted plant's: an If-Match of the old one never matches.
+    const version = created.headers.get('etag')!.slice(1, -1);
+    expect(BigInt(version)).toBeGreaterThan(BigInt(old.headers.get('etag')!.slice(1, -1)));
+    expect((await send(`${api.url}/plants/88`, { headers: AUTH })).text).toBe(
+      `{"id":88,"name":"New","version":${version}}`,
+    );
   });
 });

@@ -19,6 +19,8 @@ describe.each(testStores())('reading plants on $name', (testStore) => {
   // 250 more plants so pages and the default limit have something to cut.
   const many = Array.from({ length: 250 }, (_, i) => 1000n + BigInt(i));
   const all = [...ids, ...many].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  // Created one at a time, in this order, into a fresh store: each version is its create's event id.
+  const versions = new Map([...ids, ...many].map((id, i) => [id, BigInt(i + 1)]));
 
   apiOnStore(testStore, (running) => ({ api, store } = running));
   beforeAll(async () => {
@@ -35,8 +37,8 @@ describe.each(testStores())('reading plants on $name', (testStore) => {
       expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
       const page = parseJson(answer.text) as { id: bigint; name: string; tag?: string }[];
       expect(page.map((plant) => plant.id)).toEqual(all.slice(0, 100));
-      expect(page[0]).toEqual({ id: INT64_MIN, name: `P${INT64_MIN}` });
-      expect(page.find((plant) => plant.id === 7n)).toEqual({ id: 7n, name: 'P7', tag: 'herb' });
+      expect(page[0]).toEqual({ id: INT64_MIN, name: `P${INT64_MIN}`, version: versions.get(INT64_MIN) });
+      expect(page.find((plant) => plant.id === 7n)).toEqual({ id: 7n, name: 'P7', tag: 'herb', version: 4n });
       expect(answer.headers.get('link')).toBe(`</plants?limit=100&after=${all[99]}>; rel="next"`);
     });
 
@@ -64,7 +66,7 @@ describe.each(testStores())('reading plants on $name', (testStore) => {
 
     it('pages exactly around 2^53', async () => {
       const answer = await send(`${api.url}/plants?limit=1&after=${2n ** 53n}`, { headers: AUTH });
-      expect(answer.text).toBe(`[{"id":${2n ** 53n + 1n},"name":"P${2n ** 53n + 1n}"}]`);
+      expect(answer.text).toBe(`[{"id":${2n ** 53n + 1n},"name":"P${2n ** 53n + 1n}","version":6}]`);
     });
 
     it.each(['0', '-1', '1001', 'abc', '1.5', '', '2147483648'])(
@@ -100,7 +102,8 @@ describe.each(testStores())('reading plants on $name', (testStore) => {
     it.each([INT64_MIN, 2n ** 53n, 2n ** 53n + 1n, INT64_MAX])('answers plant %s exactly', async (id) => {
       const answer = await send(`${api.url}/plants/${id}`, { headers: AUTH });
       expect(answer.status).toBe(200);
-      expect(answer.text).toBe(`{"id":${id},"name":"P${id}"}`);
+      expect(answer.text).toBe(`{"id":${id},"name":"P${id}","version":${versions.get(id)}}`);
+      expect(answer.headers.get('etag')).toBe(`"${versions.get(id)}"`);
     });
 
     it('answers 404 for an id nobody created', async () => {

@@ -218,14 +218,55 @@ const POSTGRES_DISABLED_ENDPOINTS = [
 const withDisabledEndpoints = (lines: string[]) =>
   lines.map((line) => (line.startsWith('table webhook_endpoints:') ? SQLITE_DISABLED_ENDPOINTS : line));
 
+/**
+ * What version 10 (plant versions, updates, endpoint event types) changes: a version per plant and
+ * its (tag, id) index, `plant.updated` events with `changed`, endpoints' `events`, and the wider
+ * event type CHECKs (SQLite moves the checked column to the end of its table).
+ */
+const SQLITE_UPDATES: Record<string, string> = {
+  'table plants:':
+    'table plants: CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT, version INTEGER NOT NULL DEFAULT 0)',
+  'table plant_events:':
+    "table plant_events: CREATE TABLE plant_events ( id INTEGER PRIMARY KEY AUTOINCREMENT, plant_id INTEGER NOT NULL, name TEXT, tag TEXT, created_at INTEGER NOT NULL , type TEXT NOT NULL DEFAULT 'plant.created' CHECK (type IN ('plant.created', 'plant.updated', 'plant.deleted')), changed TEXT)",
+  'table webhook_deliveries:':
+    "table webhook_deliveries: CREATE TABLE webhook_deliveries ( id TEXT PRIMARY KEY, url TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')), attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL , endpoint_id TEXT, last_response_code INTEGER, event TEXT NOT NULL DEFAULT 'plant.created' CHECK (event IN ('plant.created', 'plant.updated', 'plant.deleted', 'webhook.ping')))",
+  'table webhook_endpoints:': `${SQLITE_DISABLED_ENDPOINTS.slice(0, -1)}, events TEXT NOT NULL DEFAULT 'plant.created')`,
+};
+const withUpdates = (lines: string[]) => [
+  ...lines.map(
+    (line) => SQLITE_UPDATES[Object.keys(SQLITE_UPDATES).find((key) => line.startsWith(key)) ?? ''] ?? line,
+  ),
+  'index plants_tag: CREATE INDEX plants_tag ON plants (tag, id)',
+];
+const POSTGRES_UPDATES = [
+  'column plants.version: bigint not null default 0',
+  'column plant_events.changed: text null default -',
+  "column webhook_endpoints.events: text not null default 'plant.created'::text",
+  'index plants_tag: CREATE INDEX plants_tag ON public.plants USING btree (tag, id)',
+];
+const POSTGRES_WIDER_CHECKS: Record<string, string> = {
+  'constraint plant_events.plant_events_type_check:':
+    "constraint plant_events.plant_events_type_check: CHECK ((type = ANY (ARRAY['plant.created'::text, 'plant.updated'::text, 'plant.deleted'::text])))",
+  'constraint webhook_deliveries.webhook_deliveries_event_check:':
+    "constraint webhook_deliveries.webhook_deliveries_event_check: CHECK ((event = ANY (ARRAY['plant.created'::text, 'plant.updated'::text, 'plant.deleted'::text, 'webhook.ping'::text])))",
+};
+const withWiderChecks = (lines: string[]) =>
+  lines.map(
+    (line) =>
+      POSTGRES_WIDER_CHECKS[Object.keys(POSTGRES_WIDER_CHECKS).find((key) => line.startsWith(key)) ?? ''] ??
+      line,
+  );
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: withDisabledEndpoints([
-    ...unchanged(SQLITE_RELEASED),
-    ...SQLITE_EVENT_LOG,
-    ...SQLITE_ENDPOINTS,
-    ...SQLITE_FAILED_AT,
-  ]).sort(),
+  current: withUpdates(
+    withDisabledEndpoints([
+      ...unchanged(SQLITE_RELEASED),
+      ...SQLITE_EVENT_LOG,
+      ...SQLITE_ENDPOINTS,
+      ...SQLITE_FAILED_AT,
+    ]),
+  ).sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -255,13 +296,14 @@ const sqliteLeg: Leg = {
 
 const postgresLeg: Leg = {
   name: 'PostgreSQL',
-  current: [
+  current: withWiderChecks([
     ...unchanged(POSTGRES_RELEASED),
     ...POSTGRES_EVENT_LOG,
     ...POSTGRES_ENDPOINTS,
     ...POSTGRES_FAILED_AT,
     ...POSTGRES_DISABLED_ENDPOINTS,
-  ].sort(),
+    ...POSTGRES_UPDATES,
+  ]).sort(),
   async open() {
     const store = await postgresTestStore.setup();
     const url = store.env.DATABASE_URL!;
@@ -381,11 +423,14 @@ describe.each(legs)('migrations on $name', (leg) => {
     await withDatabase(leg, async (db) => {
       await migrateStore(db.config);
       const fern = { id: 9007199254740993n, name: 'Fern', tag: 'green' };
-      await withStore(db.config, async (store) => expect(await store.create(fern)).toBe(true));
-      // Down to 1 keeps `plants`; up again rebuilds the outbox and tokens around it.
+      await withStore(db.config, async (store) => expect(await store.create(fern)).toBe(1n));
+      // Down to 1 keeps `plants`; up again rebuilds the outbox and tokens around it (and the
+      // plant, its events gone, is at version 0, as one stored before versions).
       await migrateStore(db.config, { to: 1 });
       await migrateStore(db.config);
-      await withStore(db.config, async (store) => expect(await store.get(fern.id)).toStrictEqual(fern));
+      await withStore(db.config, async (store) =>
+        expect(await store.get(fern.id)).toStrictEqual({ ...fern, version: 0n }),
+      );
     });
   });
 
@@ -430,7 +475,7 @@ describe.each(legs)('migrations on $name', (leg) => {
           msg_p1: ['failed', 'endpoint disabled (legacy_owner)'],
         });
         // Create fans out to the enabled ones only.
-        expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(true);
+        expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(1n);
         expect((await store.webhookEndpoints.summaries({})).map((e) => e.pending)).toStrictEqual([
           0, 0, 0, 0, 2, 2,
         ]);

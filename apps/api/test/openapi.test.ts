@@ -117,15 +117,13 @@ describe('GET /openapi.json', () => {
     });
     expect(Object.keys(post.responses)).toStrictEqual(['200']);
     const parameters = post.parameters as { in: string; name: string; required: boolean; schema: object }[];
-    expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual(
-      [
-        ...['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-event'].map((name) => ({
-          where: 'header',
-          name,
-          required: true,
-        })),
-      ],
-    );
+    expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual([
+      ...['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-event'].map((name) => ({
+        where: 'header',
+        name,
+        required: true,
+      })),
+    ]);
     expect(parameters[3]!.schema).toMatchObject({ type: 'string', const: 'plant.created' });
   });
 

@@ -109,7 +109,11 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
         code: 'CONFLICT',
         message: 'A plant with id 7 already exists.',
       });
-      expect(await plants().get({ id: 7n })).toStrictEqual({ id: 7n, name: 'Fern' });
+      expect(await plants().get({ id: 7n })).toStrictEqual({
+        id: 7n,
+        name: 'Fern',
+        version: expect.any(BigInt),
+      });
     });
 
     it("enqueues the new-plant webhook's deliveries with the plant, and none for an id that exists", async () => {
@@ -151,20 +155,20 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
         await plants().create({ id, name: `P${id}`, ...(id === 3n && { tag: 't' }) });
       expect(await plants().list({ limit: 2 })).toStrictEqual({
         plants: [
-          { id: -BIG, name: `P${-BIG}` },
-          { id: 3n, name: 'P3', tag: 't' },
+          { id: -BIG, name: `P${-BIG}`, version: 3n },
+          { id: 3n, name: 'P3', tag: 't', version: 1n },
         ],
         next: 3n,
       });
       expect(await plants().list({ limit: 2, after: 3n })).toStrictEqual({
-        plants: [{ id: BIG, name: `P${BIG}` }],
+        plants: [{ id: BIG, name: `P${BIG}`, version: 2n }],
         next: null,
       });
       expect(await plants().list({})).toStrictEqual({
         plants: [
-          { id: -BIG, name: `P${-BIG}` },
-          { id: 3n, name: 'P3', tag: 't' },
-          { id: BIG, name: `P${BIG}` },
+          { id: -BIG, name: `P${-BIG}`, version: 3n },
+          { id: 3n, name: 'P3', tag: 't', version: 1n },
+          { id: BIG, name: `P${BIG}`, version: 2n },
         ],
         next: null,
       });
@@ -182,12 +186,52 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
     it('reads and deletes exactly the plant asked for, then answers NOT_FOUND', async () => {
       await plants().create({ id: BIG, name: 'Monstera', tag: 'aroid' });
       await plants().create({ id: BIG - 1n, name: 'Fern' });
-      expect(await plants().get({ id: BIG })).toStrictEqual({ id: BIG, name: 'Monstera', tag: 'aroid' });
+      expect(await plants().get({ id: BIG })).toStrictEqual({
+        id: BIG,
+        name: 'Monstera',
+        tag: 'aroid',
+        version: expect.any(BigInt),
+      });
       expect(await plants().delete({ id: BIG })).toBeUndefined();
       const gone = { code: 'NOT_FOUND', message: `There is no plant with id ${BIG}.` };
       expect(await rejection(plants().get({ id: BIG }))).toStrictEqual(gone);
       expect(await rejection(plants().delete({ id: BIG }))).toStrictEqual(gone);
       expect(await instance.ids()).toEqual([BIG - 1n]);
+    });
+  });
+
+  describe('plants.update', () => {
+    it('answers the plant with its new version; a stale expectedVersion is PRECONDITION_FAILED, changing nothing', async () => {
+      await plants().create({ id: BIG, name: 'Monstera', tag: 'aroid' });
+      expect(await plants().update({ id: BIG, tag: null, expectedVersion: 1n })).toStrictEqual({
+        id: BIG,
+        name: 'Monstera',
+        version: 2n,
+      });
+      // A patch that changes nothing keeps the version.
+      expect(await plants().update({ id: BIG, name: 'Monstera' })).toStrictEqual({
+        id: BIG,
+        name: 'Monstera',
+        version: 2n,
+      });
+      const stale = {
+        code: 'PRECONDITION_FAILED',
+        message: `Plant ${BIG} is at version 2, not the one this request expected; read it again and retry. Nothing was changed.`,
+      };
+      expect(await rejection(plants().update({ id: BIG, name: 'Fern', expectedVersion: 1n }))).toStrictEqual(
+        stale,
+      );
+      expect(await rejection(plants().delete({ id: BIG, expectedVersion: 1n }))).toStrictEqual(stale);
+      expect(await plants().get({ id: BIG })).toStrictEqual({ id: BIG, name: 'Monstera', version: 2n });
+      expect(await rejection(plants().update({ id: 5n, name: 'Fern' }))).toStrictEqual({
+        code: 'NOT_FOUND',
+        message: 'There is no plant with id 5.',
+      });
+      expect(await invalid(plants().update({ id: BIG, name: null } as never))).toStrictEqual([
+        { path: ['name'], message: 'must be a string' },
+      ]);
+      expect(await plants().delete({ id: BIG, expectedVersion: 2n })).toBeUndefined();
+      expect(await instance.ids()).toEqual([]);
     });
   });
 
@@ -209,7 +253,7 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
       // tracked(id, event): the id as a string for SSE, the event with its id as a bigint.
       expect([first[1].type, first[1].plant]).toStrictEqual([
         'plant.created',
-        { id: BIG, name: 'Monstera', tag: 'aroid' },
+        { id: BIG, name: 'Monstera', tag: 'aroid', version: first[1].id },
       ]);
       expect([second[1].type, second[1].plant]).toStrictEqual(['plant.deleted', { id: BIG }]);
       expect(first[0]).toBe(String(first[1].id));
@@ -267,7 +311,11 @@ describe.each(testStores())('the router on the $name store', (testStore) => {
       const reader = caller(as('read'));
       expect(await rejection(reader.create({ id: 2n, name: 'Cactus' }))).toStrictEqual(noWrite);
       expect(await rejection(reader.delete({ id: 1n }))).toStrictEqual(noWrite);
-      expect(await reader.get({ id: 1n })).toStrictEqual({ id: 1n, name: 'Fern' });
+      expect(await reader.get({ id: 1n })).toStrictEqual({
+        id: 1n,
+        name: 'Fern',
+        version: expect.any(BigInt),
+      });
       expect(await writer.delete({ id: 1n })).toBeUndefined();
       expect(await instance.ids()).toEqual([]);
     });

@@ -132,13 +132,17 @@ describe.each(testStores())('REST and tRPC share one contract on $name', (testSt
       id: 2n ** 63n - 2n,
       name: 'Last',
       tag: 'x',
+      version: expect.any(BigInt),
     });
     const page = await trpc.plants.list.query({ limit: 2 });
     expect(page.plants.map((plant) => plant.id)).toEqual((await store.ids()).slice(0, 2));
     expect(page.next).toBe(page.plants[1]!.id);
     const last = await trpc.plants.list.query({ after: 2n ** 63n - 3n });
     expect(last).toEqual({
-      plants: [{ id: 2n ** 63n - 2n, name: 'Last', tag: 'x' }, expect.anything()],
+      plants: [
+        { id: 2n ** 63n - 2n, name: 'Last', tag: 'x', version: expect.any(BigInt) },
+        expect.anything(),
+      ],
       next: null,
     });
     expect(await trpc.plants.delete.mutate({ id: 2n ** 63n - 2n })).toBeUndefined();

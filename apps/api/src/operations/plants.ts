@@ -17,7 +17,6 @@ import { checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
 import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
-import { pendingStore } from '../pending-store.ts';
 
 /** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
 const KEY_ERRORS = {
@@ -78,8 +77,7 @@ export const createPlant = defineOperation({
   output: PlantSchema,
   idempotencyKey: true,
   async run(ctx, plant) {
-    const { webhooks } = ctx;
-    const store = pendingStore(ctx.store);
+    const { store, webhooks } = ctx;
     const answer = withTag({ name: plant.name }, plant.tag);
     // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
     const payload = newPlantPayload(plant);
@@ -124,9 +122,7 @@ export const listPlants = defineOperation({
     { limit, after, tag, name_prefix: namePrefix },
   ): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
     const maxBytes = heavyReads.admit(request);
-    const { plants, more } = await storeCall(() =>
-      pendingStore(store).list({ limit, after, maxBytes, tag, namePrefix }),
-    );
+    const { plants, more } = await storeCall(() => store.list({ limit, after, maxBytes, tag, namePrefix }));
     checkShare(request, plants, maxBytes);
     return { plants, next: more ? plants[plants.length - 1]!.id : null };
   },
@@ -210,7 +206,7 @@ export const updatePlant = defineOperation({
   async run(ctx, { id, name, tag, expectedVersion }): Promise<PlantWithId> {
     const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
     const outcome = await storeCall(() =>
-      pendingStore(ctx.store).update({ id, name, tag }, { expected, key: ctx.keyClaim }),
+      ctx.store.update({ id, name, tag }, { expected, key: ctx.keyClaim }),
     );
     if (outcome === undefined) noSuchPlant(id);
     if ('stale' in outcome) throw staleVersion(id, outcome.stale);
@@ -247,9 +243,7 @@ export const deletePlant = defineOperation({
   idempotencyKey: true,
   async run(ctx, { id, expectedVersion }): Promise<void> {
     const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
-    const deleted = await storeCall(() =>
-      pendingStore(ctx.store).delete(id, keyedAnswer(ctx, 204), expected),
-    );
+    const deleted = await storeCall(() => ctx.store.delete(id, keyedAnswer(ctx, 204), expected));
     if (deleted === false) noSuchPlant(id);
     if (deleted !== true) throw staleVersion(id, deleted.stale);
   },

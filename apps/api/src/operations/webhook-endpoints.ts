@@ -26,7 +26,6 @@ import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
 import { LookupsBusyError } from '../webhooks/lookup-slots.ts';
 import { checkEndpointUrl, parseEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
 import { PROTECTED_ERRORS } from './plants.ts';
-import { type PendingEndpoint, pendingStore } from '../pending-store.ts';
 
 const TAGS = ['webhook-endpoints'];
 
@@ -79,15 +78,14 @@ function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox 
 }
 
 /** The caller's endpoint, or 404. */
-async function ownEndpoint(ctx: OperationContext, id: string): Promise<PendingEndpoint> {
+async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
   return (
-    (await storeCall(() => pendingStore(ctx.store).webhookEndpoints.get(id, ctx.principal.tokenName))) ??
-    noSuchEndpoint(id)
+    (await storeCall(() => ctx.store.webhookEndpoints.get(id, ctx.principal.tokenName))) ?? noSuchEndpoint(id)
   );
 }
 
 /** The caller's endpoint, or 404; 409 when it is disabled (it gets no deliveries, a ping none either). */
-async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<PendingEndpoint> {
+async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
   const endpoint = await ownEndpoint(ctx, id);
   if (endpoint.disabled !== null) {
     throw new RequestError(
@@ -101,7 +99,7 @@ async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<Pe
 /** 409 for ping and redeliver. */
 const DISABLED = { 409: 'The endpoint is disabled (see its `disabled`): it gets no deliveries' };
 
-function present(endpoint: PendingEndpoint): WebhookEndpoint {
+function present(endpoint: StoredEndpoint): WebhookEndpoint {
   return {
     id: endpoint.id,
     url: endpoint.url,
@@ -193,7 +191,7 @@ export const createWebhookEndpoint = defineOperation({
     try {
       parseEndpointUrl(url, policy);
       // The cap before any lookup, so a token at its cap makes none (the insert checks it again, atomically).
-      const owned = await storeCall(() => pendingStore(ctx.store).webhookEndpoints.list(owner));
+      const owned = await storeCall(() => ctx.store.webhookEndpoints.list(owner));
       if (owned.length >= perToken) tooManyEndpoints(perToken);
       await checkEndpointUrl(url, policy, resolver.forRegistration(owner), dnsTimeoutMs);
     } catch (error) {
@@ -204,7 +202,7 @@ export const createWebhookEndpoint = defineOperation({
     const id = newEndpointId();
     const secret = newEndpointSecret();
     const created = await storeCall(() =>
-      pendingStore(ctx.store).webhookEndpoints.create(
+      ctx.store.webhookEndpoints.create(
         { id, owner, url, description: description ?? null, events, secret: box.seal(secret, id) },
         { maxPerOwner: perToken },
       ),
@@ -231,9 +229,7 @@ export const listWebhookEndpoints = defineOperation({
   output: z.array(WebhookEndpointSchema),
   async run(ctx): Promise<WebhookEndpoint[]> {
     settingsOf(ctx);
-    const endpoints = await storeCall(() =>
-      pendingStore(ctx.store).webhookEndpoints.list(ctx.principal.tokenName),
-    );
+    const endpoints = await storeCall(() => ctx.store.webhookEndpoints.list(ctx.principal.tokenName));
     return endpoints.map(present);
   },
 });
@@ -286,7 +282,7 @@ export const updateWebhookEndpoint = defineOperation({
   async run(ctx, { id, events, description }): Promise<WebhookEndpoint> {
     settingsOf(ctx);
     const updated = await storeCall(() =>
-      pendingStore(ctx.store).webhookEndpoints.update(id, ctx.principal.tokenName, { events, description }),
+      ctx.store.webhookEndpoints.update(id, ctx.principal.tokenName, { events, description }),
     );
     return present(updated ?? noSuchEndpoint(id));
   },
@@ -307,9 +303,7 @@ export const deleteWebhookEndpoint = defineOperation({
   input: WebhookEndpointParamsSchema,
   async run(ctx, { id }): Promise<void> {
     settingsOf(ctx);
-    const deleted = await storeCall(() =>
-      pendingStore(ctx.store).webhookEndpoints.delete(id, ctx.principal.tokenName),
-    );
+    const deleted = await storeCall(() => ctx.store.webhookEndpoints.delete(id, ctx.principal.tokenName));
     if (!deleted) noSuchEndpoint(id);
   },
   rest: { status: 204 },
@@ -337,7 +331,7 @@ export const rotateWebhookSecret = defineOperation({
     const { box, overlapMs } = settingsOf(ctx);
     const secret = newEndpointSecret();
     const rotated = await storeCall(() =>
-      pendingStore(ctx.store).webhookEndpoints.rotate(id, ctx.principal.tokenName, {
+      ctx.store.webhookEndpoints.rotate(id, ctx.principal.tokenName, {
         secret: box.seal(secret, id),
         overlapMs,
       }),

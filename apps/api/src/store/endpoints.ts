@@ -1,3 +1,4 @@
+import { DEFAULT_ENDPOINT_EVENTS, type PlantEventType } from '@plant-store/schema';
 import { type Db, statements, type Time, type Tx, toDate, toDateOrNull } from './sql.ts';
 import {
   disabledError,
@@ -12,6 +13,7 @@ type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' |
   created_at: Time;
   disabled_at: Time | null;
   disabled_reason: EndpointDisabledReason | null;
+  events: string;
 };
 type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
 
@@ -28,6 +30,7 @@ function toEndpoint(row: EndpointRow): StoredEndpoint {
     previousSecret: row.previous_secret,
     previousSecretExpiresAt: toDateOrNull(row.previous_secret_expires_at),
     createdAt: toDate(row.created_at),
+    events: row.events.split(',') as PlantEventType[],
     disabled,
   };
 }
@@ -38,17 +41,21 @@ function toSummary(row: SummaryRow): EndpointSummary {
 }
 
 const COLUMNS =
-  'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at, disabled_at, disabled_reason';
+  'id, owner, url, description, secret, previous_secret, previous_secret_expires_at, created_at, disabled_at, disabled_reason, events';
 /** `@owner` NULL: any owner's (the admin commands). */
 const OWNED = '(CAST(@owner AS TEXT) IS NULL OR owner = @owner)';
 
 const SQL = statements('endpoints', {
   // Counted and inserted holding the owner's lock (see `ENDPOINTS_LOCK_KEY`).
-  create: `INSERT INTO webhook_endpoints (id, owner, url, description, secret, created_at)
-    SELECT @id, @owner, @url, @description, @secret, {now}
+  create: `INSERT INTO webhook_endpoints (id, owner, url, description, secret, events, created_at)
+    SELECT @id, @owner, @url, @description, @secret, @events, {now}
     WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = @owner) < @maxPerOwner RETURNING ${COLUMNS}`,
   list: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE owner = @owner ORDER BY created_at, {seq}`,
   get: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE id = @id AND ${OWNED}`,
+  // A member left out (NULL) keeps its value; `@clearDescription` removes the note.
+  update: `UPDATE webhook_endpoints SET events = coalesce(@events, events),
+      description = CASE WHEN @clearDescription = 1 THEN NULL ELSE coalesce(@description, description) END
+    WHERE id = @id AND owner = @owner RETURNING ${COLUMNS}`,
   delete: `DELETE FROM webhook_endpoints WHERE id = @id AND ${OWNED}`,
   deleteDeliveries: 'DELETE FROM webhook_deliveries WHERE endpoint_id = @id',
   // An endpoint disabled already keeps its time and reason.
@@ -96,17 +103,40 @@ export function webhookEndpoints(db: Db) {
   return {
     /** Registers an endpoint (`secret` sealed), unless its owner already has `maxPerOwner`: then `false`. */
     create: (
-      endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>,
+      endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
+        /** Default: plant.created only. */
+        events?: PlantEventType[];
+      },
       { maxPerOwner }: { maxPerOwner: number },
     ) =>
       db.transaction(async (tx) => {
         await tx.lock(ENDPOINTS_LOCK_KEY, endpoint.owner);
-        return first((await tx.run<EndpointRow>(SQL.create, { ...endpoint, maxPerOwner })).rows) ?? false;
+        const { events = DEFAULT_ENDPOINT_EVENTS } = endpoint;
+        const params = { ...endpoint, events: events.join(','), maxPerOwner };
+        return first((await tx.run<EndpointRow>(SQL.create, params)).rows) ?? false;
       }),
     /** The owner's endpoints, oldest first. */
     list: async (owner: string) => (await db.all<EndpointRow>(SQL.list, { owner })).map(toEndpoint),
     /** The endpoint, if it exists and belongs to `owner` (any owner's when `owner` is omitted). */
     get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
+    /** Changes what `patch` names of the owner's endpoint (`description: null` removes it); `undefined` when it has none such. */
+    update: async (
+      id: string,
+      owner: string,
+      {
+        events,
+        description,
+      }: { events?: PlantEventType[] | undefined; description?: string | null | undefined },
+    ) => {
+      const params = {
+        id,
+        owner,
+        events: events?.join(','),
+        description,
+        clearDescription: description === null ? 1 : 0,
+      };
+      return first((await db.run<EndpointRow>(SQL.update, params)).rows);
+    },
     /** Deletes the endpoint and all of its deliveries, in one transaction, as `get` finds it; `false` when none. */
     delete: (id: string, owner?: string) =>
       db.transaction(async (tx) => {

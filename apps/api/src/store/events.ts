@@ -7,18 +7,23 @@ type EventRow = Pick<StoredEvent, 'id' | 'type'> & {
   plant_id: bigint;
   name: string | null;
   tag: string | null;
+  /** An update's changed fields, comma-separated. */
+  changed: string | null;
 };
 
+/** An event as the log keeps it; a created or updated plant's version is the event's id. */
 function toEvent(row: EventRow & { created_at: Time }): StoredEvent {
   const { id, type, plant_id } = row;
   const createdAt = toDate(row.created_at);
   if (type === 'plant.deleted') return { id, type, plant: { id: plant_id }, createdAt };
-  return { id, type, plant: toPlant({ id: plant_id, name: row.name!, tag: row.tag }), createdAt };
+  const plant = toPlant({ id: plant_id, name: row.name!, tag: row.tag, version: id });
+  if (type === 'plant.created') return { id, type, plant, createdAt };
+  return { id, type, plant, changed: row.changed!.split(',') as ('name' | 'tag')[], createdAt };
 }
 
 const SQL = statements('events', {
   after:
-    'SELECT id, type, plant_id, name, tag, created_at FROM plant_events WHERE id > @after ORDER BY id LIMIT @limit',
+    'SELECT id, type, plant_id, name, tag, changed, created_at FROM plant_events WHERE id > @after ORDER BY id LIMIT @limit',
   // Not max(id) alone: pruning every event must not move the head back.
   head: `SELECT coalesce((SELECT max(id) FROM plant_events WHERE id > pruned_through), pruned_through) AS n
     FROM event_log WHERE id = 1`,

@@ -231,7 +231,49 @@ export const migrations: readonly Migration[] = [
     up: "CREATE INDEX webhook_deliveries_failed_at ON webhook_deliveries (updated_at) WHERE status = 'failed'",
     down: 'DROP INDEX webhook_deliveries_failed_at',
   },
+  {
+    version: 10,
+    name: 'plant versions, updates and endpoint event types',
+    // A plant's `version` is the id of its last event (0: stored before versions, unchanged since);
+    // a tag page reads the (tag, id) index. `plant.updated` events keep the plant after the change
+    // and `changed`, the fields that changed ('name', 'tag' or 'name,tag'). An endpoint's `events`
+    // is the comma-separated list of the types it receives. The CHECKs on event types widen: on
+    // SQLite by moving the column through a copy (a CHECK cannot be altered in place; the columns
+    // are in no index, so DROP COLUMN takes them).
+    up: (dialect) => `
+      ALTER TABLE plants ADD COLUMN version ${dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'} NOT NULL DEFAULT 0;
+      CREATE INDEX plants_tag ON plants (tag, id);
+      ${widenCheck(dialect, 'plant_events', 'type', "'plant.created'", EVENTS)}
+      ALTER TABLE plant_events ADD COLUMN changed TEXT;
+      ALTER TABLE webhook_endpoints ADD COLUMN events TEXT NOT NULL DEFAULT 'plant.created';
+      ${widenCheck(dialect, 'webhook_deliveries', 'event', "'plant.created'", [...EVENTS, "'webhook.ping'"])}
+    `,
+    down: (dialect) => `
+      DELETE FROM webhook_deliveries WHERE event IN ('plant.updated', 'plant.deleted');
+      ${widenCheck(dialect, 'webhook_deliveries', 'event', "'plant.created'", ["'plant.created'", "'webhook.ping'"])}
+      ALTER TABLE webhook_endpoints DROP COLUMN events;
+      DELETE FROM plant_events WHERE type = 'plant.updated';
+      ALTER TABLE plant_events DROP COLUMN changed;
+      ${widenCheck(dialect, 'plant_events', 'type', "'plant.created'", ["'plant.created'", "'plant.deleted'"])}
+      DROP INDEX plants_tag;
+      ALTER TABLE plants DROP COLUMN version;
+    `,
+  },
 ];
+
+/** The plant event types, as SQL literals. */
+const EVENTS = ["'plant.created'", "'plant.updated'", "'plant.deleted'"];
+
+/** Replaces the CHECK of `table.column` (TEXT NOT NULL with this default) by `column IN (values)`. */
+function widenCheck(dialect: Dialect, table: string, column: string, fallback: string, values: string[]) {
+  const check = `CHECK (${column} IN (${values.join(', ')}))`;
+  if (dialect === 'postgres')
+    return `ALTER TABLE ${table} DROP CONSTRAINT ${table}_${column}_check, ADD CONSTRAINT ${table}_${column}_check ${check};`;
+  return `ALTER TABLE ${table} ADD COLUMN moved TEXT; UPDATE ${table} SET moved = ${column};
+      ALTER TABLE ${table} DROP COLUMN ${column};
+      ALTER TABLE ${table} ADD COLUMN ${column} TEXT NOT NULL DEFAULT ${fallback} ${check};
+      UPDATE ${table} SET ${column} = moved; ALTER TABLE ${table} DROP COLUMN moved;`;
+}
 
 /** The newest schema version. */
 export const LATEST_VERSION = migrations.at(-1)!.version;

@@ -1,18 +1,201 @@
-import type { PlantWithId } from '@plant-store/schema';
-import { type Db, sql } from './sql.ts';
+import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
+import type { Expected } from '../conditions.ts';
+import { type Db, type Statement, statements, type Tx } from './sql.ts';
+import {
+  type KeyClaim,
+  KeyClaimLostError,
+  type KeyedAnswer,
+  PAGE_BUDGET_BYTES,
+  type PlantPage,
+} from './store.ts';
+
+/**
+ * A page's bounds (see `PlantStore.list`) and filters: only plants with exactly this `tag`, and
+ * whose name starts with `namePrefix` (compared exactly), when given.
+ */
+export type ListOptions = {
+  limit: number;
+  after?: bigint | undefined;
+  maxBytes?: number | undefined;
+  tag?: string | undefined;
+  namePrefix?: string | undefined;
+};
+
+/** A field an update can change. */
+export type PlantField = (typeof PLANT_FIELDS)[number];
+
+/** What an update sets: the members present; `tag: null` removes the tag. */
+export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
+
+/** An update's outcome: the plant after it and the fields it changed (none: a no-op), or the version that failed `expected`. */
+export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
 
 /** A plant as SQL answers it: NULL where the schema's `PlantWithId` has no `tag`. */
-export type PlantRow = { id: bigint; name: string; tag: string | null };
+export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
 
-export function toPlant({ id, name, tag }: PlantRow): PlantWithId {
-  return tag === null ? { id, name } : { id, name, tag };
+export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
+  return tag === null ? { id, name, version } : { id, name, tag, version };
 }
 
-const GET = sql('plants.get', 'SELECT id, name, tag FROM plants WHERE id = @id');
+const TAG = 'tag = @tag';
+// Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
+const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
-/** `PlantStore.get`, the same on both stores (their writes and pages differ: sqlite/, postgres/). */
+/**
+ * A filtered page, bounded as the unfiltered ones are (see `PlantStore.list`): of the first
+ * `@limit` matching plants from `@from`, those within `@maxBytes` of name and tag text (and always
+ * the first), with `candidates`, how many there were. With a tag, the (tag, id) index gives the
+ * plants in id order, so a page reads only its own rows.
+ */
+const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
+    SELECT id, name, tag, version, count(*) OVER () AS candidates, row_number() OVER running AS n,
+      sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
+    FROM (SELECT id, name, tag, version FROM plants WHERE ${where} AND id >= @from ORDER BY id LIMIT @limit) AS page
+    WINDOW running AS (ORDER BY id ROWS UNBOUNDED PRECEDING)
+  ) AS sized
+  WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`;
+
+const SQL = statements('plants', {
+  get: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
+  'page.all': page('TRUE'),
+  'page.tag': page(TAG),
+  'page.prefix': page(PREFIX),
+  'page.both': page(`${TAG} AND ${PREFIX}`),
+  // Holds the key (and, on PostgreSQL, locks its row) only while this request's claim has it.
+  hold: `UPDATE idempotency_keys SET claim = claim
+    WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL RETURNING claim`,
+  answer:
+    'UPDATE idempotency_keys SET status = @status, body = @body WHERE token_name = @tokenName AND key = @key',
+  // Locks the plant's row (PostgreSQL) before the events lock, the order creates and deletes take them in.
+  lock: 'UPDATE plants SET version = version WHERE id = @id RETURNING id, name, tag, version',
+  updated: `INSERT INTO plant_events (type, plant_id, name, tag, changed, created_at)
+    VALUES ('plant.updated', @id, @name, @tag, @changed, {now}) RETURNING id`,
+  set: 'UPDATE plants SET name = @name, tag = @tag, version = @version WHERE id = @id',
+  delete: 'DELETE FROM plants WHERE id = @id',
+  deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
+});
+
+/** Holding an Idempotency-Key while a change is made, and storing the change's answer with it. */
+export const KEYED = { hold: SQL.hold, answer: SQL.answer };
+
+/** `PlantStore.get`, the same on both stores (their creates and unfiltered pages differ: sqlite/, postgres/). */
 export const getPlant = (db: Db) => (id: bigint) =>
-  db.all<PlantRow>(GET, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
+  db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
+
+/**
+ * A page of plants (`PlantStore.list`), filtered or not: PostgreSQL's pages, and SQLite's filtered
+ * ones (its unfiltered page is its own, sqlite/plants.ts).
+ */
+export async function filteredPage(
+  db: Db,
+  { limit, after, maxBytes = PAGE_BUDGET_BYTES, tag, namePrefix }: ListOptions,
+): Promise<PlantPage> {
+  const from = pageStart(after);
+  if (from === undefined) return { plants: [], more: false };
+  const statement =
+    tag === undefined
+      ? SQL[namePrefix === undefined ? 'page.all' : 'page.prefix']
+      : SQL[namePrefix === undefined ? 'page.tag' : 'page.both'];
+  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, {
+    tag,
+    namePrefix,
+    from,
+    limit: limit + 1,
+    maxBytes,
+  });
+  const plants = rows.slice(0, limit).map(toPlant);
+  return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
+}
+
+/** Whether a plant at `version` meets what the caller expected. */
+const meets = (expected: Expected | undefined, version: bigint) =>
+  expected === undefined || expected === 'any' || expected.includes(version);
+
+/**
+ * How an engine runs the changes below: `transaction` (one that appends events: SQLite's group
+ * commit wakes the watchers, PostgreSQL NOTIFYs them), `lockEvents` (taken before an event id is
+ * drawn, so ids commit in order: PostgreSQL's events lock; nothing on SQLite) and `fanOut`, its
+ * statement that enqueues a delivery of `@payload` (`@event`) to each enabled endpoint whose
+ * `events` match `@pattern`.
+ */
+export type ChangeEngine = {
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  lockEvents(tx: Tx): Promise<void>;
+  fanOut: Statement;
+};
+
+/** The `@pattern` of `fanOut` for endpoints that chose `event`. */
+export const chose = (event: string) => `%,${event},%`;
+
+/** A change made only while the request holds its key (if any); `undefined` when it no longer does. */
+const CLAIM_LOST = Symbol('claim lost');
+
+/**
+ * Updates and deletes, the same on both stores: the plant's row locked first, then checked against
+ * `expected` (so of two changes expecting one version, the second sees the first's), then changed
+ * with its event, its endpoint deliveries and its key's answer, all in one transaction.
+ */
+export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) {
+  async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
+    const result = await transaction(async (tx) =>
+      key && (await tx.run(SQL.hold, key)).rows.length === 0 ? CLAIM_LOST : work(tx),
+    );
+    if (result === CLAIM_LOST) throw new KeyClaimLostError();
+    return result as T;
+  }
+  const lock = async (tx: Tx, id: bigint) => (await tx.run<PlantRow>(SQL.lock, { id })).rows[0];
+
+  return {
+    update: (
+      { id, ...change }: PlantChange,
+      { expected, key }: { expected?: Expected | undefined; key?: KeyClaim | undefined } = {},
+    ): Promise<UpdateOutcome | undefined> =>
+      keyed(key, async (tx) => {
+        const row = await lock(tx, id);
+        if (row === undefined) return undefined;
+        if (!meets(expected, row.version)) return { stale: row.version };
+        const next = {
+          id,
+          name: change.name ?? row.name,
+          tag: change.tag === undefined ? row.tag : change.tag,
+        };
+        const changed: PlantField[] = PLANT_FIELDS.filter((field) => next[field] !== row[field]);
+        let version = row.version;
+        if (changed.length > 0) {
+          await lockEvents(tx);
+          const [event] = (await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') }))
+            .rows;
+          version = event!.id;
+          await tx.run(SQL.set, { ...next, version });
+        }
+        const plant = toPlant({ ...next, version });
+        if (changed.length > 0)
+          await tx.run(fanOut, {
+            event: 'plant.updated',
+            pattern: chose('plant.updated'),
+            payload: stringifyJson({ ...plant, changed }),
+          });
+        if (key) await tx.run(SQL.answer, { ...key, status: 200, body: stringifyJson(plant) });
+        return { plant, changed };
+      }),
+    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> =>
+      keyed(answer, async (tx) => {
+        const row = await lock(tx, id);
+        if (row === undefined) return false;
+        if (!meets(expected, row.version)) return { stale: row.version };
+        await tx.run(SQL.delete, { id });
+        await lockEvents(tx);
+        await tx.run(SQL.deleted, { id });
+        await tx.run(fanOut, {
+          event: 'plant.deleted',
+          pattern: chose('plant.deleted'),
+          payload: `{"id":${id}}`,
+        });
+        if (answer) await tx.run(SQL.answer, answer);
+        return true;
+      }),
+  };
+}
 
 /**
  * The lowest id a page after `after` can hold (`PlantStore.list`), so that each store states its

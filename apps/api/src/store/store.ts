@@ -9,6 +9,7 @@ import type { deliveryOutbox } from './deliveries.ts';
 import type { webhookEndpoints } from './endpoints.ts';
 import type { eventLog } from './events.ts';
 import type { idempotencyKeys } from './idempotency-keys.ts';
+import type { ListOptions, PlantField, plantChanges } from './plants.ts';
 import type { sharedParts } from './shared.ts';
 import type { tokenStore } from './tokens.ts';
 
@@ -30,35 +31,31 @@ export function textBytes(plant: { name: string; tag?: string | null }): number 
  * The storage contract. Every implementation answers a create only after the plant is durably
  * committed (on disk, fsync'd), and never rounds an id.
  */
-export interface PlantStore extends ReturnType<typeof sharedParts> {
+export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<typeof plantChanges> {
   /**
    * Inserts a plant and, in the same transaction, its `plant.created` event and the pending
-   * deliveries of `outbox` (a transactional outbox). Resolves `true` once all are committed, `false`
-   * when the id already exists (and then nothing was appended or enqueued). With `answer` (a request
-   * carrying an Idempotency-Key), a create that inserts also stores `answer` in its key's row, in the
-   * same transaction; it rejects with `KeyClaimLostError`, changing nothing, when the key is no longer
-   * claimed by `answer.claim`. With `endpointPayload`, the same transaction also enqueues one
-   * `plant.created` delivery of it to every enabled webhook endpoint, as the table holds them then
-   * (read in SQL, so an endpoint registered on another instance counts at once).
+   * deliveries of `outbox` (a transactional outbox). Resolves with the plant's version (its event's
+   * id) once all are committed, `false` when the id already exists (and then nothing was appended or
+   * enqueued). With `answer` (a request carrying an Idempotency-Key), a create that inserts also
+   * stores `answer` in its key's row, in the same transaction; it rejects with `KeyClaimLostError`,
+   * changing nothing, when the key is no longer claimed by `answer.claim`. With `endpointPayload`,
+   * the same transaction also enqueues one `plant.created` delivery of it to every enabled webhook
+   * endpoint that chose `plant.created`, as the table holds them then (read in SQL, so an endpoint
+   * registered on another instance counts at once).
    */
   create(
     plant: NewPlant,
     outbox?: readonly NewDelivery[],
     answer?: KeyedAnswer,
     endpointPayload?: string,
-  ): Promise<boolean>;
+  ): Promise<bigint | false>;
   /**
-   * Deletes a plant and appends its `plant.deleted` event, in one transaction. Resolves `true` once
-   * committed, `false` when there was no such plant (and then nothing was appended). `answer` as for
-   * `create`.
+   * Plants in ascending id order, strictly after `after` when given, only those with `tag` and whose
+   * name starts with `namePrefix` when given: at most `limit`, and only as many as fit in `maxBytes`
+   * (default `PAGE_BUDGET_BYTES`) of name and tag text, but always at least one when any remain. The
+   * process never holds more than that page and one more row.
    */
-  delete(id: bigint, answer?: KeyedAnswer): Promise<boolean>;
-  /**
-   * Plants in ascending id order, strictly after `after` when given: at most `limit`, and only as
-   * many as fit in `maxBytes` (default `PAGE_BUDGET_BYTES`) of name and tag text, but always at least
-   * one when any remain. The process never holds more than that page and one more row.
-   */
-  list(options: { limit: number; after?: bigint; maxBytes?: number }): Promise<PlantPage>;
+  list(options: ListOptions): Promise<PlantPage>;
   /** Resolves once the store answers a query; rejects with `StoreUnavailableError` otherwise. */
   ping(): Promise<void>;
   /**
@@ -81,6 +78,7 @@ export type TokenStore = ReturnType<typeof tokenStore>;
 /** A committed change, as the event log keeps it. */
 export type StoredEvent =
   | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
+  | { id: bigint; type: 'plant.updated'; plant: PlantWithId; changed: PlantField[]; createdAt: Date }
   | { id: bigint; type: 'plant.deleted'; plant: { id: bigint }; createdAt: Date };
 
 /** What a `prune` deletes: at most `limit` rows older than `olderThanMs`, oldest first. */
@@ -148,7 +146,7 @@ export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
  * registered it (only that token sees it). Secrets are sealed (webhooks/secrets.ts): the store never
  * sees one in the clear; the previous one signs alongside until `previousSecretExpiresAt`.
  */
-export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description'> & {
+export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' | 'events'> & {
   owner: string;
   secret: string;
   previousSecret: string | null;

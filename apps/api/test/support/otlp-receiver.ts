@@ -87,7 +87,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       request = JSON.parse(raw.toString('utf8')) as ExportRequest;
     }
     const id = (value: string | undefined) =>
-      value === undefined || value === '' ? '' : hexIds ? value : Buffer.from(value, 'base64').toString('hex');
+      value === undefined || value === ''
+        ? ''
+        : hexIds
+          ? value
+          : Buffer.from(value, 'base64').toString('hex');
     for (const resourceSpans of request.resourceSpans ?? []) {
       const resource = attributesOf(resourceSpans.resource?.attributes);
       for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
@@ -108,7 +112,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
     }
     res.statusCode = 200;
-    res.setHeader('content-type', contentType.startsWith('application/json') ? 'application/json' : contentType);
+    res.setHeader(
+      'content-type',
+      contentType.startsWith('application/json') ? 'application/json' : contentType,
+    );
     res.end(contentType.startsWith('application/json') ? '{}' : '');
     for (const wake of waiters) wake();
   });
@@ -128,7 +135,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`spans not received within ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ')}`));
+          reject(
+            new Error(
+              `spans not received within ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ')}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

@@ -1,13 +1,12 @@
 import type { NewPlant } from '@plant-store/schema';
 import { groupCommit } from '../group-commit.ts';
-import { type PlantRow, pageStart, toPlant } from '../plants.ts';
-import { type Params, type Statement, statements } from '../sql.ts';
+import { filteredPage, type ListOptions, plantChanges } from '../plants.ts';
+import { statements } from '../sql.ts';
 import {
   KeyClaimLostError,
+  type KeyedAnswer,
   type NewDelivery,
-  PAGE_BUDGET_BYTES,
-  type PlantStore,
-  type StoredEvent,
+  type PlantPage,
   StoreUnavailableError,
 } from '../store.ts';
 import type { connect } from './connection.ts';
@@ -21,85 +20,71 @@ export const EVENTS_CHANNEL = 'plant_store_events';
  */
 const EVENTS_LOCK_KEY = '7234917730117002';
 
-/**
- * Appends an event for each row of `changed` (in id order), under the events lock taken in the join
- * before any id is drawn.
- */
-const appended = (type: StoredEvent['type'], changed: string) => `
-  appended AS (INSERT INTO plant_events (type, plant_id, name, tag)
-    SELECT '${type}', changed.id, changed.name, changed.tag FROM (SELECT * FROM ${changed} ORDER BY id) AS changed,
-      (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered
-    RETURNING id)`;
+/** A new delivery's `webhook-id`, drawn by the server. */
+const NEW_DELIVERY_ID = "'msg_' || replace(gen_random_uuid()::text, '-', '')";
 
 /**
  * Creates the plants of `@ids`, `@names`, `@tags` (one array per column: unnest zips them back into
- * rows) where `guard` holds; a plant whose id exists inserts, appends and enqueues nothing. With each
- * plant inserted go its deliveries (`@deliveryPlants` … `@payloads`) and, if it is among `@fanning`,
- * one `plant.created` delivery of its endpoint payload to every enabled endpoint: the endpoints as
- * this statement sees the table (one disabled while this runs may still get one: the worker fails it).
+ * rows) where `guard` holds; a plant whose id exists inserts, appends and enqueues nothing. Each
+ * plant's version is its event's id, drawn from the event log's sequence under the events lock,
+ * taken in the join before any id is drawn. With each plant inserted go its `plant.created` event,
+ * its deliveries (`@deliveryPlants` … `@payloads`) and, if it is among `@fanning`, one delivery of
+ * its endpoint payload to every enabled endpoint that chose `plant.created`: the endpoints as this
+ * statement sees the table (one disabled while this runs may still get one: the worker fails it).
  */
 const created = (guard: string) => `
-  created AS (INSERT INTO plants (id, name, tag)
-    SELECT * FROM unnest(@ids::int8[], @names::text[], @tags::text[]) WHERE ${guard}
-    ON CONFLICT (id) DO NOTHING RETURNING id, name, tag),
+  numbered AS (SELECT p.id, p.name, p.tag, nextval(pg_get_serial_sequence('plant_events', 'id')) AS version
+    FROM (SELECT * FROM unnest(@ids::int8[], @names::text[], @tags::text[]) AS p (id, name, tag)
+      WHERE ${guard} ORDER BY id) AS p,
+      (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered),
+  created AS (INSERT INTO plants (id, name, tag, version) SELECT id, name, tag, version FROM numbered
+    ON CONFLICT (id) DO NOTHING RETURNING id, name, tag, version),
+  appended AS (INSERT INTO plant_events (id, type, plant_id, name, tag) OVERRIDING SYSTEM VALUE
+    SELECT version, 'plant.created', id, name, tag FROM created RETURNING id),
   enqueued AS (INSERT INTO webhook_deliveries (id, url, payload)
     SELECT delivery.id, delivery.url, delivery.payload
     FROM unnest(@deliveryPlants::int8[], @deliveryIds::text[], @urls::text[], @payloads::text[])
       AS delivery (plant_id, id, url, payload)
     JOIN created ON created.id = delivery.plant_id),
   fanned_out AS (INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
-    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), endpoint.id, endpoint.url, 'plant.created', p.payload
+    SELECT ${NEW_DELIVERY_ID}, endpoint.id, endpoint.url, 'plant.created', p.payload
     FROM unnest(@fanning::int8[], @endpointPayloads::text[]) AS p (plant_id, payload)
     JOIN created ON created.id = p.plant_id CROSS JOIN webhook_endpoints AS endpoint
-    WHERE endpoint.disabled_at IS NULL)`;
-const deleted = (guard: string) => `
-  deleted AS (DELETE FROM plants WHERE id = @id AND ${guard} RETURNING id, NULL::text AS name, NULL::text AS tag)`;
+    WHERE endpoint.disabled_at IS NULL AND ',' || endpoint.events || ',' LIKE '%,plant.created,%')`;
 
 /**
- * A change with its events in one statement, so one transaction and one durable COMMIT: it answers
- * the ids changed, and NOTIFYs the listeners once, at COMMIT, only when a row changed (an initplan
- * runs only when a row is answered).
+ * Creates with their events in one statement, so one transaction and one durable COMMIT: it answers
+ * the ids created with their versions, and NOTIFYs the listeners once, at COMMIT, only when a plant
+ * was created (an initplan runs only when a row is answered).
  */
-const unkeyed = (type: StoredEvent['type'], change: string, changed: string) => `
-  WITH ${change}, ${appended(type, changed)}
-  SELECT ${changed}.id, (SELECT pg_notify('${EVENTS_CHANNEL}', '')) AS notified FROM ${changed}`;
+const unkeyed = `
+  WITH ${created('TRUE')}
+  SELECT created.id, created.version, (SELECT pg_notify('${EVENTS_CHANNEL}', '')) AS notified FROM created`;
 
 /**
- * A change carrying an Idempotency-Key, in one statement (so one transaction): `held` locks the
- * key's row while this request holds it (`@claim`), the change is made only then, and its answer
+ * A create carrying an Idempotency-Key, in one statement (so one transaction): `held` locks the
+ * key's row while this request holds it (`@claim`), the create is made only then, and its answer
  * (`@status`, `@body`) is stored only when it was made. A claim taking the key over concurrently
  * either waits for this statement and then finds the key completed, or commits first, and then
  * `held` re-reads the row, finds another claim and nothing changes.
  */
-const keyed = (type: StoredEvent['type'], change: (guard: string) => string, changed: string) => `
+const keyed = `
   WITH held AS (SELECT 1 FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL FOR UPDATE),
-  ${change('EXISTS (SELECT 1 FROM held)')},
+  ${created('EXISTS (SELECT 1 FROM held)')},
   answered AS (UPDATE idempotency_keys SET status = @status::integer, body = @body::text
-    WHERE token_name = @tokenName AND key = @key AND EXISTS (SELECT 1 FROM ${changed})),
-  ${appended(type, changed)}
-  SELECT (SELECT count(*) FROM held) AS held, (SELECT count(*) FROM ${changed}) AS changed,
+    WHERE token_name = @tokenName AND key = @key AND EXISTS (SELECT 1 FROM created))
+  SELECT (SELECT count(*) FROM held) AS held, (SELECT version FROM created) AS version,
     (SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended LIMIT 1) AS notified`;
 
 const SQL = statements('postgres.plants', {
-  createBatch: unkeyed('plant.created', created('TRUE'), 'created'),
-  createKeyed: keyed('plant.created', created, 'created'),
-  delete: unkeyed('plant.deleted', deleted('TRUE'), 'deleted'),
-  deleteKeyed: keyed('plant.deleted', deleted, 'deleted'),
-  /**
-   * A page of `list`, bounded by the server: of the first `@limit` plants from `@from`, only those
-   * whose running total of name and tag bytes stays within `@maxBytes` (and always the first) are
-   * sent, so the process never receives more than the budget (or the first row, when it alone is
-   * larger). `candidates` says how many there were, so the caller knows whether the budget cut the
-   * page. octet_length reads the stored size without decompressing the text.
-   */
-  list: `SELECT id, name, tag, candidates FROM (
-      SELECT id, name, tag, count(*) OVER () AS candidates, row_number() OVER running AS n,
-        sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
-      FROM (SELECT id, name, tag FROM plants WHERE id >= @from ORDER BY id LIMIT @limit) AS page
-      WINDOW running AS (ORDER BY id ROWS UNBOUNDED PRECEDING)
-    ) AS sized
-    WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`,
+  createBatch: unkeyed,
+  createKeyed: keyed,
+  lockEvents: `SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})`,
+  notify: `SELECT pg_notify('${EVENTS_CHANNEL}', '')`,
+  fanOut: `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
+    SELECT ${NEW_DELIVERY_ID}, id, url, @event, @payload FROM webhook_endpoints
+    WHERE disabled_at IS NULL AND ',' || events || ',' LIKE @pattern`,
 });
 
 /** A create waiting for its batch. */
@@ -107,7 +92,8 @@ type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
   endpointPayload?: string | undefined;
-  resolve(inserted: boolean): void;
+  /** Its version, or `false` when the id existed. */
+  resolve(version: bigint | false): void;
   reject(error: unknown): void;
 };
 
@@ -136,35 +122,32 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
 
 /**
  * The PostgreSQL store's plant writes and pages. Creates are group-committed (group-commit.ts), one
- * `createBatch` statement a batch; a keyed create or delete goes on its own, its statement checking
- * and completing its key.
+ * `createBatch` statement a batch; a keyed create goes on its own, its statement checking and
+ * completing its key. Updates and deletes are the shared ones (plants.ts), under the events lock.
  */
-export function postgresPlants(
-  { exec, call }: ReturnType<typeof connect>,
-  poolSize: number,
-): Pick<PlantStore, 'create' | 'delete' | 'list'> {
-  /** Rejects with `KeyClaimLostError`, having changed nothing, when the request no longer holds the key. */
-  async function keyedChange(statement: Statement, params: Params): Promise<boolean> {
-    const { rows } = await exec<{ held: bigint; changed: bigint }>(statement, params);
-    if (Number(rows[0]!.held) === 0) throw new KeyClaimLostError();
-    return Number(rows[0]!.changed) === 1;
-  }
-
-  /** The ids of the plants `batch` inserted. */
+export function postgresPlants(connection: ReturnType<typeof connect>, poolSize: number) {
+  const { exec, call, db } = connection;
+  /** The versions of the plants `batch` inserted, by id. */
   const insert = async (batch: readonly PendingCreate[]) =>
-    new Set((await exec<{ id: bigint }>(SQL.createBatch, creations(batch))).rows.map((row) => row.id));
+    new Map(
+      (await exec<{ id: bigint; version: string }>(SQL.createBatch, creations(batch))).rows.map((row) => [
+        row.id,
+        BigInt(row.version),
+      ]),
+    );
+  const versionOf = (inserted: Map<bigint, bigint>, id: bigint) => inserted.get(id) ?? false;
 
   const creates = groupCommit<PendingCreate>(
     async (batch) => {
-      // Each create is answered on its own: true when its plant was inserted, false when the id
-      // existed. One statement would answer an id it holds twice as inserted twice: it carries each
-      // id's first create, and the others are answered false (the id exists once it commits).
+      // Each create is answered on its own: its version when its plant was inserted, false when the
+      // id existed. One statement would answer an id it holds twice as inserted twice: it carries
+      // each id's first create, and the others are answered false (the id exists once it commits).
       const firsts = new Map<bigint, PendingCreate>();
       for (const entry of batch) if (!firsts.has(entry.plant.id)) firsts.set(entry.plant.id, entry);
       try {
         const inserted = await insert([...firsts.values()]);
         for (const entry of batch)
-          entry.resolve(firsts.get(entry.plant.id) === entry && inserted.has(entry.plant.id));
+          entry.resolve(firsts.get(entry.plant.id) === entry && versionOf(inserted, entry.plant.id));
       } catch (error) {
         if (batch.length === 1 || error instanceof StoreUnavailableError) {
           for (const entry of batch) entry.reject(error);
@@ -173,7 +156,10 @@ export function postgresPlants(
         // The server refused one of the plants: each goes again on its own, so only that one fails.
         await Promise.all(
           batch.map((entry) =>
-            insert([entry]).then((inserted) => entry.resolve(inserted.has(entry.plant.id)), entry.reject),
+            insert([entry]).then(
+              (inserted) => entry.resolve(versionOf(inserted, entry.plant.id)),
+              entry.reject,
+            ),
           ),
         );
       }
@@ -182,31 +168,33 @@ export function postgresPlants(
   );
 
   return {
-    create: (plant, outbox = [], answer, endpointPayload) =>
-      call(() =>
-        answer
-          ? keyedChange(SQL.createKeyed, { ...answer, ...creations([{ plant, outbox, endpointPayload }]) })
-          : new Promise<boolean>((resolve, reject) =>
-              creates.push({ plant, outbox, endpointPayload, resolve, reject }),
-            ),
-      ),
-    delete: (id, answer) =>
-      call(async () =>
-        answer
-          ? keyedChange(SQL.deleteKeyed, { ...answer, id })
-          : (await exec(SQL.delete, { id })).changes === 1,
-      ),
-    list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
+    create: (
+      plant: NewPlant,
+      outbox: readonly NewDelivery[] = [],
+      answer?: KeyedAnswer,
+      endpointPayload?: string,
+    ) =>
       call(async () => {
-        const from = pageStart(after);
-        if (from === undefined) return { plants: [], more: false };
-        const page = await exec<PlantRow & { candidates: bigint }>(SQL.list, {
-          from,
-          limit: limit + 1,
-          maxBytes,
-        });
-        const plants = page.rows.slice(0, limit).map(toPlant);
-        return { plants, more: Number(page.rows[0]?.candidates ?? 0) > plants.length };
+        if (!answer)
+          return new Promise<bigint | false>((resolve, reject) =>
+            creates.push({ plant, outbox, endpointPayload, resolve, reject }),
+          );
+        // Rejects with `KeyClaimLostError`, having changed nothing, when the request no longer holds the key.
+        const params = { ...answer, ...creations([{ plant, outbox, endpointPayload }]) };
+        const [row] = (await exec<{ held: string; version: string | null }>(SQL.createKeyed, params)).rows;
+        if (Number(row!.held) === 0) throw new KeyClaimLostError();
+        return row!.version === null ? false : BigInt(row!.version);
       }),
+    ...plantChanges({
+      transaction: (work) =>
+        db.transaction(async (tx) => {
+          const done = await work(tx);
+          await tx.run(SQL.notify);
+          return done;
+        }),
+      lockEvents: async (tx) => void (await tx.run(SQL.lockEvents)),
+      fanOut: SQL.fanOut,
+    }),
+    list: (options: ListOptions): Promise<PlantPage> => call(() => filteredPage(db, options)),
   };
 }

@@ -1,57 +1,62 @@
-import type { PlantWithId } from '@plant-store/schema';
-import { type PlantRow, pageStart, toPlant } from '../plants.ts';
+import type { NewPlant, PlantWithId } from '@plant-store/schema';
+import {
+  chose,
+  filteredPage,
+  KEYED,
+  type ListOptions,
+  type PlantRow,
+  pageStart,
+  plantChanges,
+  toPlant,
+} from '../plants.ts';
 import { statements } from '../sql.ts';
 import {
   KeyClaimLostError,
   type KeyedAnswer,
+  type NewDelivery,
   PAGE_BUDGET_BYTES,
-  type PlantStore,
+  type PlantPage,
   textBytes,
 } from '../store.ts';
 import type { SqliteTx, sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
-  insert: 'INSERT INTO plants (id, name, tag) VALUES (@id, @name, @tag) ON CONFLICT (id) DO NOTHING',
-  delete: 'DELETE FROM plants WHERE id = @id',
-  created: `INSERT INTO plant_events (type, plant_id, name, tag, created_at)
-    VALUES ('plant.created', @id, @name, @tag, {now})`,
-  deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
+  // The plant's version is the id its event gets: one past the greatest AUTOINCREMENT ever gave
+  // (sqlite_sequence), drawn in the group commit's transaction, the only writer.
+  insert: `INSERT INTO plants (id, name, tag, version)
+    VALUES (@id, @name, @tag, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'plant_events'))
+    ON CONFLICT (id) DO NOTHING RETURNING version`,
+  created: `INSERT INTO plant_events (id, type, plant_id, name, tag, created_at)
+    VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, {now}, {now}, {now})`,
-  // One delivery per enabled endpoint, as the table holds them in this transaction.
+  // One delivery per enabled endpoint that chose the event, as the table holds them in this transaction.
   fanOut: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
-    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, 'plant.created', @payload, {now}, {now}, {now}
-    FROM webhook_endpoints WHERE disabled_at IS NULL`,
-  holds: `SELECT 1 AS one FROM idempotency_keys
-    WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL`,
-  complete: `UPDATE idempotency_keys SET status = @status, body = @body
-    WHERE token_name = @tokenName AND key = @key AND claim = @claim`,
+    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, {now}, {now}, {now}
+    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE @pattern`,
 });
-/** What a keyed create or delete answers when its request no longer holds the key. */
+/** What a keyed create answers when its request no longer holds the key. */
 const CLAIM_LOST = Symbol('claim lost');
 
-/** A `plants` row read with `.raw()`: id, name, tag. */
-type PlantTuple = [bigint, string, string | null];
+/** A `plants` row read with `.raw()`: id, name, tag, version. */
+type PlantTuple = [bigint, string, string | null, bigint];
 
 /**
  * The SQLite store's plant writes, in its group commit (a duplicate id fails only its own create, and
  * enqueues none of the deliveries it was given), and its pages, read on its connection.
  */
-export function sqlitePlants(
-  db: Connection,
-  engine: ReturnType<typeof sqliteCommit>,
-): Pick<PlantStore, 'create' | 'delete' | 'list'> {
+export function sqlitePlants(db: Connection, engine: ReturnType<typeof sqliteCommit>) {
   /**
-   * A change carrying `answer` is made only while its request holds the key (the transaction holds
+   * A create carrying `answer` is made only while its request holds the key (the transaction holds
    * the write lock, so nobody takes it over in between), and its answer is stored with it.
    */
-  async function change(answer: KeyedAnswer | undefined, make: (tx: SqliteTx) => boolean) {
+  async function change(answer: KeyedAnswer | undefined, make: (tx: SqliteTx) => bigint | false) {
     const changed = await engine.transaction((tx) => {
-      if (answer && tx.exec(SQL.holds, answer).rows.length === 0) return CLAIM_LOST;
+      if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
       const made = make(tx);
-      if (made && answer) tx.exec(SQL.complete, answer);
+      if (made !== false && answer) tx.exec(KEYED.answer, answer);
       return made;
     }, true);
     if (changed === CLAIM_LOST) throw new KeyClaimLostError();
@@ -59,7 +64,7 @@ export function sqlitePlants(
   }
 
   const select = db.prepare<[bigint, number], PlantRow>(
-    'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
+    'SELECT id, name, tag, version FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
   );
   // The same page as rows of [id, name, tag]: one call reads them all (see `list`).
   const selectRaw = db.prepare<[bigint, number], PlantTuple>(select.source).raw(true);
@@ -75,46 +80,61 @@ export function sqlitePlants(
     .pluck(true);
 
   return {
-    create: (plant, outbox = [], answer, endpointPayload) =>
+    create: (
+      plant: NewPlant,
+      outbox: readonly NewDelivery[] = [],
+      answer?: KeyedAnswer,
+      endpointPayload?: string,
+    ) =>
       change(answer, (tx) => {
-        if (tx.exec(SQL.insert, plant).changes === 0) return false;
-        tx.exec(SQL.created, plant);
+        const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
+        if (inserted === undefined) return false;
+        tx.exec(SQL.created, { ...plant, version: inserted.version });
         for (const delivery of outbox) tx.exec(SQL.enqueue, delivery);
-        if (endpointPayload !== undefined) tx.exec(SQL.fanOut, { payload: endpointPayload });
-        return true;
+        if (endpointPayload !== undefined)
+          tx.exec(SQL.fanOut, {
+            event: 'plant.created',
+            pattern: chose('plant.created'),
+            payload: endpointPayload,
+          });
+        return inserted.version;
       }),
-    delete: (id, answer) =>
-      change(answer, (tx) => {
-        if (tx.exec(SQL.delete, { id }).changes === 0) return false;
-        tx.exec(SQL.deleted, { id });
-        return true;
-      }),
-    list: ({ limit, after, maxBytes = PAGE_BUDGET_BYTES }) =>
-      engine.read(() => {
-        const from = pageStart(after);
-        if (from === undefined) return { plants: [], more: false };
-        // The usual page fits its budget: SQLite says so first (without reading the text out), then
-        // one all() reads it, cheaper than stepping row by row.
-        if (pageBytes.get({ from, limit })! <= maxBytes) {
-          const rows = selectRaw.all(from, limit + 1);
-          const plants: PlantWithId[] = [];
-          for (let i = 0; i < rows.length && i < limit; i++) {
-            const [id, name, tag] = rows[i]!;
-            plants.push(tag === null ? { id, name } : { id, name, tag });
-          }
-          return { plants, more: rows.length > limit };
-        }
-        // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
-        const plants: PlantWithId[] = [];
-        let bytes = 0;
-        for (const row of select.iterate(from, limit + 1)) {
-          bytes += textBytes(row);
-          // Leaving the loop ends the statement.
-          if (plants.length === limit || (plants.length > 0 && bytes > maxBytes))
-            return { plants, more: true };
-          plants.push(toPlant(row));
-        }
-        return { plants, more: false };
-      }),
+    ...plantChanges({
+      transaction: (work) => engine.transaction(work, true),
+      lockEvents: async () => {},
+      fanOut: SQL.fanOut,
+    }),
+    list: (options: ListOptions): Promise<PlantPage> =>
+      options.tag !== undefined || options.namePrefix !== undefined
+        ? filteredPage(engine.db, options)
+        : unfiltered(options),
   };
+
+  function unfiltered({ limit, after, maxBytes = PAGE_BUDGET_BYTES }: ListOptions): Promise<PlantPage> {
+    return engine.read(() => {
+      const from = pageStart(after);
+      if (from === undefined) return { plants: [], more: false };
+      // The usual page fits its budget: SQLite says so first (without reading the text out), then
+      // one all() reads it, cheaper than stepping row by row.
+      if (pageBytes.get({ from, limit })! <= maxBytes) {
+        const rows = selectRaw.all(from, limit + 1);
+        const plants: PlantWithId[] = [];
+        for (let i = 0; i < rows.length && i < limit; i++) {
+          const [id, name, tag, version] = rows[i]!;
+          plants.push(tag === null ? { id, name, version } : { id, name, tag, version });
+        }
+        return { plants, more: rows.length > limit };
+      }
+      // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
+      const plants: PlantWithId[] = [];
+      let bytes = 0;
+      for (const row of select.iterate(from, limit + 1)) {
+        bytes += textBytes(row);
+        // Leaving the loop ends the statement.
+        if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
+        plants.push(toPlant(row));
+      }
+      return { plants, more: false };
+    });
+  }
 }
