@@ -548,6 +548,16 @@ describe('editing, server filters and live updates', () => {
     expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe(
       `Edit plant ${id}`,
     );
+    // With the keyboard: Enter opens the form on Name, Escape closes it where it was opened.
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('edit-plant-name');
+    expect(await dialog.getByLabel('Name').inputValue()).toBe('Calathea orbifolia');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe(
+      `Edit plant ${id}`,
+    );
     expect(problems).toEqual([]);
   });
 
