@@ -6,6 +6,7 @@ import {
   latestOf,
   mergeLive,
   pruneChanges,
+  resumePosition,
   toChange,
   withChange,
 } from './merge-live.ts';
@@ -164,5 +165,18 @@ describe('pruneChanges', () => {
     const pruned = pruneChanges(known, [page([], 100n, 10), page([], null, 20)]);
     expect([...pruned.keys()]).toEqual([2n, 3n]);
     expect(pruneChanges(pruned, [page([], null, 12)])).toBe(pruned);
+  });
+});
+
+describe('resumePosition', () => {
+  it('is the greatest version on the page requested first, none for an empty one', () => {
+    const read = (readAt: number, versions: bigint[]): PlantPage => ({
+      plants: versions.map((version, i) => plant(BigInt(i + 1), version)),
+      next: null,
+      readAt,
+    });
+    expect(resumePosition([read(20, [90n, 95n]), read(10, [7n, 40n, 12n])])).toBe(40n);
+    expect(resumePosition([read(10, []), read(20, [5n])])).toBeUndefined();
+    expect(resumePosition([])).toBeUndefined();
   });
 });

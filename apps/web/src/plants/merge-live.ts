@@ -85,6 +85,21 @@ export function latestOf(
 }
 
 /**
+ * An event-log position every loaded page holds all changes up to: the greatest version on the
+ * page requested first (its request went after that change committed, and every other page's after
+ * it). `undefined` when that page is empty. A stream resumed from here misses nothing the pages
+ * lack; what it repeats, `mergeLive` applies once (by version).
+ */
+export function resumePosition(pages: readonly PlantPage[]): bigint | undefined {
+  if (pages.length === 0) return undefined;
+  const first = pages.reduce((earliest, page) => (page.readAt < earliest.readAt ? page : earliest));
+  return first.plants.reduce<bigint | undefined>(
+    (greatest, plant) => (greatest === undefined || plant.version > greatest ? plant.version : greatest),
+    undefined,
+  );
+}
+
+/**
  * The loaded page whose range holds `id`: pages cover consecutive id ranges, each up to its cursor
  * (`next`, its last id), the last one without a cursor up to the end.
  */

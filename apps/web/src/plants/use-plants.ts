@@ -10,6 +10,7 @@ import {
   latestOf,
   mergeLive,
   pruneChanges,
+  resumePosition,
   withChange,
 } from './merge-live.ts';
 
@@ -31,6 +32,7 @@ export function usePlants(
     onChange: record,
     onFresh: () => void queryClient.invalidateQueries({ queryKey: PLANT_LIST_KEY }),
     onUnauthorized,
+    resumeFrom: () => resumePosition(list.data?.pages ?? []),
   });
 
   const pages = list.data?.pages;
