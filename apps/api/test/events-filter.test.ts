@@ -118,13 +118,13 @@ describe.each(testStores())('GET /plants/events?types= on $name', (testStore) =>
   });
 
   it('answers 400 to an unknown or empty type, as an Error body', async () => {
-    const unknown = await sse('?types=plant.created,plant.updated');
+    const unknown = await sse('?types=plant.created,plant.renamed');
     expect([unknown.status, unknown.body]).toStrictEqual([
       400,
       {
         error: 400,
         message:
-          'Invalid request parameters: types.1 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+          'Invalid request parameters: types.1 must be one of the event types plant.created, plant.updated, plant.deleted (not "plant.renamed").',
       },
     ]);
     const empty = await sse('?types=');
@@ -133,13 +133,13 @@ describe.each(testStores())('GET /plants/events?types= on $name', (testStore) =>
       {
         error: 400,
         message:
-          'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "").',
+          'Invalid request parameters: types.0 must be one of the event types plant.created, plant.updated, plant.deleted (not "").',
       },
     ]);
   });
 
   it('ends the tRPC subscription with BAD_REQUEST (400) for an unknown type', async () => {
-    const input = encodeURIComponent(JSON.stringify({ json: { types: ['plant.updated'] } }));
+    const input = encodeURIComponent(JSON.stringify({ json: { types: ['plant.renamed'] } }));
     const controller = new AbortController();
     const response = await fetch(`${api.url}/trpc/plants.events?input=${input}`, {
       headers: { authorization: `Bearer ${TOKEN}` },
@@ -156,7 +156,7 @@ describe.each(testStores())('GET /plants/events?types= on $name', (testStore) =>
     expect(JSON.parse(line!.slice('data: '.length))).toStrictEqual({
       json: {
         message:
-          'Invalid request parameters: types.0 must be one of the event types plant.created, plant.deleted (not "plant.updated").',
+          'Invalid request parameters: types.0 must be one of the event types plant.created, plant.updated, plant.deleted (not "plant.renamed").',
         code: -32600,
         data: { code: 'BAD_REQUEST', httpStatus: 400, path: 'plants.events' },
       },

@@ -15,7 +15,7 @@ const BIG = 2n ** 53n + 1n;
 type Event = {
   id: bigint;
   type: string;
-  plant: { id: bigint; name?: string; tag?: string };
+  plant: { id: bigint; name?: string; tag?: string; version?: bigint };
   createdAt: string;
 };
 const data = (stream: SseStream) => stream.events.map((event) => event.data as Event);
@@ -24,7 +24,12 @@ const created = (id: bigint, name: string, tag?: string) => ({
   plant: tag === undefined ? { id, name } : { id, name, tag },
 });
 const deleted = (id: bigint) => ({ type: 'plant.deleted', plant: { id } });
-const summary = (events: Event[]) => events.map(({ type, plant }) => ({ type, plant }));
+/** Each event's type and plant, without the plant's version (an event's version is its own id: checked below). */
+const summary = (events: Event[]) =>
+  events.map(({ id, type, plant: { version, ...plant } }) => {
+    if (version !== undefined) expect(version).toBe(id);
+    return { type, plant };
+  });
 
 describe.each(testStores())('GET /plants/events on $name', (testStore) => {
   let store: TestStoreInstance;
@@ -138,7 +143,7 @@ describe.each(testStores())('GET /plants/events on $name', (testStore) => {
     expect(head!.toLowerCase()).not.toContain('transfer-encoding');
     expect(head!.toLowerCase()).toContain('connection: close');
     expect(body).toMatch(
-      /^retry: 1000\n\nid: [0-9]+\nevent: plant\.created\ndata: \{"id":[0-9]+,"type":"plant\.created","plant":\{"id":10,"name":"Raw"\},"createdAt":"[^"]+"\}\n\n$/,
+      /^retry: 1000\n\nid: ([0-9]+)\nevent: plant\.created\ndata: \{"id":\1,"type":"plant\.created","plant":\{"id":10,"name":"Raw","version":\1\},"createdAt":"[^"]+"\}\n\n$/,
     );
   });
 

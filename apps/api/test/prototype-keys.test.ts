@@ -135,7 +135,7 @@ describe.each(testStores())('request-controlled names never reach a prototype on
     });
     expect([page.status, page.text, page.headers.get('link')]).toStrictEqual([
       200,
-      '[{"id":1,"name":"Fern"}]',
+      '[{"id":1,"name":"Fern","version":1}]',
       '</plants?limit=1&after=1>; rel="next"',
     ]);
     expect(errorLines(api)).toStrictEqual([]);
@@ -211,7 +211,7 @@ describe.each(testStores())('request-controlled names never reach a prototype on
     }
     expect(errorLines(api)).toStrictEqual([]);
     expect((await send(`${api.url}/plants/1`, { headers: JSON_HEADERS })).text).toBe(
-      '{"id":1,"name":"Fern"}',
+      '{"id":1,"name":"Fern","version":1}',
     );
   });
 });

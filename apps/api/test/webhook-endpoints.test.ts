@@ -81,12 +81,14 @@ describe.each(testStores())('webhook endpoints on $name', (testStore) => {
       'url',
       'description',
       'createdAt',
+      'events',
       'disabled',
       'secret',
     ]);
     expect(endpoint).toMatchObject({
       url: 'http://127.0.0.1:9/hook',
       description: 'staging',
+      events: ['plant.created'],
       disabled: null,
     });
     expect(endpoint.id).toMatch(ENDPOINT_ID);
