@@ -2,7 +2,7 @@ import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@ta
 import { useCallback, useEffect, useState } from 'react';
 import { Console } from './console.tsx';
 import { describeFailure } from './failure.ts';
-import { forgetToken, savedToken, saveToken } from './session.ts';
+import { forgetToken, saveToken, savedToken } from './session.ts';
 import { SignIn } from './sign-in.tsx';
 import { createPlantsClient } from './trpc.ts';
 
