@@ -97,9 +97,10 @@ describe.each(testStores())('heavy reads on $name', (testStore) => {
 
       // Everything that is not a list goes on.
       expect((await send(`${api.url}/healthz`)).status).toBe(200);
-      expect((await postPlant(api.url, '{"id":1000,"name":"Fern"}')).status).toBe(200);
+      const created = await postPlant(api.url, '{"id":1000,"name":"Fern"}');
+      expect(created.status).toBe(200);
       expect((await send(`${api.url}/plants/1000`, { headers: AUTH })).text).toBe(
-        '{"id":1000,"name":"Fern"}',
+        `{"id":1000,"name":"Fern","version":${created.headers.get('etag')!.slice(1, -1)}}`,
       );
     } finally {
       for (const socket of stalled) socket.destroy();

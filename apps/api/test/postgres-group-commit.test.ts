@@ -41,8 +41,12 @@ describe.skipIf(!postgresAvailable())('PostgreSQL group commit', () => {
     ]);
     expect(
       results.map((result) => (result.status === 'fulfilled' ? result.value : 'rejected')),
-    ).toStrictEqual([true, false, true, true]);
-    expect(await store.get(3n)).toStrictEqual({ id: 3n, name: 'Fern' });
+    ).toStrictEqual([expect.any(BigInt), false, expect.any(BigInt), expect.any(BigInt)]);
+    expect(await store.get(3n)).toStrictEqual({
+      id: 3n,
+      name: 'Fern',
+      version: results[0].status === 'fulfilled' && results[0].value,
+    });
     expect((await instance.deliveries()).map((row) => row.id).sort()).toStrictEqual([
       delivery(1).id,
       delivery(3).id,
@@ -61,9 +65,9 @@ describe.skipIf(!postgresAvailable())('PostgreSQL group commit', () => {
       store.create({ id: 2n, name: 'bad\u0000name' }, [delivery(1)]),
       store.create({ id: 3n, name: 'Moss' }, [delivery(2)]),
     ]);
-    expect(results[0]).toStrictEqual({ status: 'fulfilled', value: true });
+    expect(results[0]).toStrictEqual({ status: 'fulfilled', value: expect.any(BigInt) });
     expect(results[1]!.status).toBe('rejected');
-    expect(results[2]).toStrictEqual({ status: 'fulfilled', value: true });
+    expect(results[2]).toStrictEqual({ status: 'fulfilled', value: expect.any(BigInt) });
     expect(await instance.ids()).toStrictEqual([1n, 3n]);
     expect((await instance.deliveries()).map((row) => row.id)).toStrictEqual([delivery(2).id]);
   });

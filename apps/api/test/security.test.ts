@@ -92,9 +92,20 @@ describe.each(testStores())('OWASP API Top 10 on $name', (testStore) => {
       );
       expect(answer.status).toBe(200);
       expect(answer.text).toBe('{"name":"Fern","tag":"herb"}');
+      const version = answer.headers.get('etag')!.slice(1, -1);
       expect((await send(`${api.url}/plants/300`, { headers: AUTH })).text).toBe(
-        '{"id":300,"name":"Fern","tag":"herb"}',
+        `{"id":300,"name":"Fern","tag":"herb","version":${version}}`,
       );
+      // A patch cannot set the version (nor anything else undocumented) either.
+      const patched = await send(`${api.url}/plants/300`, {
+        method: 'PATCH',
+        headers: { ...AUTH, 'content-type': 'application/merge-patch+json' },
+        body: '{"version":1,"owner":"admin","__proto__":{"admin":true}}',
+      });
+      expect([patched.status, patched.text]).toStrictEqual([
+        200,
+        `{"id":300,"name":"Fern","tag":"herb","version":${version}}`,
+      ]);
       expect(({} as Record<string, unknown>).admin).toBeUndefined();
     });
 
@@ -157,7 +168,7 @@ describe.each(testStores())('OWASP API Top 10 on $name', (testStore) => {
         ['POST', '/admin'],
         ['DELETE', '/plants'],
         ['PUT', '/plants/1'],
-        ['PATCH', '/plants/1'],
+        ['PATCH', '/plants'],
       ] as const) {
         const answer = await send(`${api.url}${path}`, { method, headers: AUTH });
         expect([404, 405]).toContain(answer.status);
@@ -171,7 +182,7 @@ describe.each(testStores())('OWASP API Top 10 on $name', (testStore) => {
       const body = JSON.stringify({ id: Number(id), name: text, tag: text });
       expect((await postPlant(api.url, body)).status).toBe(200);
       const read = await send(`${api.url}/plants/${id}`, { headers: AUTH });
-      expect(parseJson(read.text)).toEqual({ id, name: text, tag: text });
+      expect(parseJson(read.text)).toEqual({ id, name: text, tag: text, version: expect.any(BigInt) });
     });
 
     it.each(INJECTIONS)('rejects %s as an id, limit or cursor with 400', async (text) => {

@@ -93,7 +93,7 @@ describe.each(testStores())('startServer on $name, in this process', (testStore)
         expect(second.running.url).toBe(first.running.url);
         const read = await send(`${second.running.url}/plants/7`, { headers: JSON_HEADERS });
         expect(read.status).toBe(200);
-        expect(read.text).toBe('{"id":7,"name":"Fern","tag":"green"}');
+        expect(read.text).toBe('{"id":7,"name":"Fern","tag":"green","version":1}');
       } finally {
         await second.running.close();
       }
