@@ -5,12 +5,24 @@
 // more remain), answered by prepared statements and a JSON writer for the one row shape. It marks
 // the ceiling one Node process reaches; the api must come close to it.
 import { createServer } from 'node:http';
-import { readNewPlant, send } from './lib/baseline-http.mjs';
+import { readJson, readNewPlant, send } from './lib/baseline-http.mjs';
 import { idOfPath, openStore, plantJson } from './lib/baseline-sqlite.mjs';
 
 const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
-const { insert, get, list } = openStore(process.env.DATABASE_FILE ?? 'baseline.db');
+const { insert, get, list, rename } = openStore(process.env.DATABASE_FILE ?? 'baseline.db');
+
+/** PATCH /plants/{id} with `{"name": …}`: one UPDATE, then the plant as it is now (200), or 404. */
+function patch(req, res) {
+  const { id, status, message } = idOfPath(new URL(req.url, 'http://x').pathname);
+  if (id === undefined) return send(res, status, { error: status, message });
+  readJson(req, res, (body) => {
+    if (typeof body?.name !== 'string') return send(res, 400, { error: 400, message: 'Bad name.' });
+    const row = rename.get(body.name, id);
+    if (row === undefined) return send(res, 404, { error: 404, message: 'No such plant.' });
+    sendJson(res, plantJson(row));
+  });
+}
 
 function sendJson(res, text, headers) {
   res.writeHead(200, {
@@ -46,6 +58,7 @@ createServer((req, res) => {
     return send(res, 401, { error: 401, message: 'Bad token.' });
   }
   if (req.method === 'GET' && req.url.startsWith('/plants')) return read(req, res);
+  if (req.method === 'PATCH' && req.url.startsWith('/plants/')) return patch(req, res);
   if (req.method !== 'POST' || req.url !== '/plants')
     return send(res, 404, { error: 404, message: 'Not found.' });
   readNewPlant(req, res, ({ id, name, tag }) => {

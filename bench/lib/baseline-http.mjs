@@ -33,6 +33,21 @@ export function parseNewPlant(text) {
   return { plant: { id, name, tag } };
 }
 
+/** Reads the request body as JSON (exact int64 numbers) and calls `use(value)`; answers 400 itself when it is not JSON. */
+export function readJson(req, res, use) {
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    let value;
+    try {
+      value = parse(Buffer.concat(chunks).toString('utf8'), null, (n) => (isInteger(n) ? BigInt(n) : Number(n)));
+    } catch {
+      return send(res, 400, { error: 400, message: 'Malformed JSON.' });
+    }
+    use(value);
+  });
+}
+
 /** Reads the request body as a NewPlant and calls `create(plant)`; answers 400 itself when it is not one. */
 export function readNewPlant(req, res, create) {
   const chunks = [];

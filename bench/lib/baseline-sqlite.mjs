@@ -14,6 +14,7 @@ export function openStore(file) {
     insert: db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING'),
     get: db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').safeIntegers(true),
     list: db.prepare('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?').safeIntegers(true),
+    rename: db.prepare('UPDATE plants SET name = ? WHERE id = ? RETURNING id, name, tag').safeIntegers(true),
   };
 }
 

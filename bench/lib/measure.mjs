@@ -11,6 +11,7 @@ import {
   idText,
   isRead,
   LIST_LIMIT,
+  LIST_TAG,
   PLANT_NAME,
   PLANT_TAG,
 } from './workload.mjs';
@@ -110,15 +111,22 @@ async function preflight(url, load, ids) {
   const request = buildRequest(load, ids);
   const answer = await send(url, {
     ...request,
-    headers: isRead(load)
-      ? { authorization: `Bearer ${TOKEN}` }
-      : { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    headers: {
+      ...(isRead(load)
+        ? { authorization: `Bearer ${TOKEN}` }
+        : { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }),
+      ...request.headers,
+    },
   });
   const fail = (why) => {
     throw new Error(
       `check request ${load} ${request.path}: ${why}; HTTP ${answer.status}: ${answer.text.slice(0, 400)}`,
     );
   };
+  if (load === 'get-304') {
+    if (answer.status !== 304 || answer.text !== '') fail('expected 304 without a body');
+    return;
+  }
   if (answer.status !== 200) fail('expected 200');
   let body;
   try {
@@ -126,12 +134,18 @@ async function preflight(url, load, ids) {
   } catch {
     fail('answer is not JSON');
   }
-  const isPlant = (plant) => plant?.name === PLANT_NAME && plant?.tag === PLANT_TAG;
+  // The tagged store's plants have tags t0…t9, the others `bench`; a patched plant a new name.
+  const isPlant = (plant) =>
+    (plant?.name === PLANT_NAME || (load === 'patch' && plant?.name?.startsWith(`${PLANT_NAME} `))) &&
+    (plant?.tag === PLANT_TAG || (typeof plant?.tag === 'string' && /^t[0-9]$/.test(plant.tag)));
   if (load === 'get') {
     if (!isPlant(body) || typeof body.id !== 'number') fail('expected a Plant with its id');
-  } else if (load === 'list') {
+  } else if (load === 'list' || load === 'list-tag') {
     if (!Array.isArray(body) || body.length !== LIST_LIMIT || !body.every(isPlant))
       fail(`expected an array of ${LIST_LIMIT} plants`);
+    if (load === 'list-tag' && !body.every((plant) => plant.tag === LIST_TAG)) fail(`expected tag ${LIST_TAG} only`);
+  } else if (load === 'patch') {
+    if (!isPlant(body) || typeof body.id !== 'number') fail('expected the patched plant with its id');
   } else if (load === 'trpc') {
     if (!isPlant(body?.result?.data?.json)) fail('expected {result:{data:{json:Plant}}}');
   } else if (load === 'trpc-batch') {

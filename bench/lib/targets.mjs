@@ -14,6 +14,9 @@ export const RATIO_TARGETS = {
   get: 0.65,
   list: 0.65,
   webhook: 0.55,
+  patch: 0.55,
+  'list-tag': 0.8,
+  'get-304': 1.0,
   // Tracing (issue 26), each against the same scenario with tracing off.
   'rest-unsampled': 0.97,
   'get-unsampled': 0.97,
@@ -65,6 +68,13 @@ export function targets(results, settings) {
     );
     atLeast('GET /plants/{id} ≥ 0.65× a bare node:http + SQLite get', c.get, RATIO_TARGETS.get);
     atLeast('GET /plants?limit=100 ≥ 0.65× a bare list', c.list, RATIO_TARGETS.list);
+    atLeast('PATCH /plants/{id} ≥ 0.55× a bare node:http + SQLite UPDATE', c.patch, RATIO_TARGETS.patch);
+    atLeast(
+      'GET /plants?tag=… (1,000,000 plants, 10 tags) ≥ 0.8× an unfiltered page of the same store',
+      c['list-tag'],
+      RATIO_TARGETS['list-tag'],
+    );
+    atLeast('GET /plants/{id} answered 304 (If-None-Match) ≥ 1.0× a plain GET', c['get-304'], RATIO_TARGETS['get-304']);
     atLeast(
       'REST create with one webhook subscriber ≥ 0.55× the SQLite baseline',
       c.webhook,

@@ -72,10 +72,21 @@ export function trpcBatchBody(ids) {
 /** Plants in the store of the read scenarios (ids 1…READ_ROWS), and the page size of `list`. */
 export const READ_ROWS = 10_000;
 export const LIST_LIMIT = 100;
+/** Plants in the store of the filtered-page scenarios, in TAGS tags (`t0`…`t9`, by id modulo), and the tag read. */
+export const BIG_ROWS = 1_000_000;
+export const TAGS = 10;
+export const LIST_TAG = 't3';
+/** The ETag every plant of a read store has: seeded straight into the store, they are all at version 0. */
+export const READ_ETAG = '"0"';
 
 /** Whether a load reads (GET) rather than creates. */
 export function isRead(load) {
-  return load === 'get' || load === 'list';
+  return load === 'get' || load === 'list' || load === 'get-304' || load === 'list-tag';
+}
+
+/** A PATCH body that changes the plant every time (a no-op would commit nothing). */
+function patchBody() {
+  return `{"name":"${PLANT_NAME} ${Math.random().toString(36).slice(2, 10)}"}`;
 }
 
 /** Creates per request of each scenario. */
@@ -94,6 +105,12 @@ export function buildRequest(scenario, ids) {
       return { method: 'GET', path: `/plants/${ids[0]}` };
     case 'list':
       return { method: 'GET', path: `/plants?limit=${LIST_LIMIT}` };
+    case 'list-tag':
+      return { method: 'GET', path: `/plants?limit=${LIST_LIMIT}&tag=${LIST_TAG}` };
+    case 'get-304':
+      return { method: 'GET', path: `/plants/${ids[0]}`, headers: { 'if-none-match': READ_ETAG } };
+    case 'patch':
+      return { method: 'PATCH', path: `/plants/${ids[0]}`, body: patchBody() };
     case 'trpc':
       return { method: 'POST', path: '/trpc/plants.create', body: trpcInput(ids[0]) };
     case 'trpc-batch':

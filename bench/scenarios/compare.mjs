@@ -19,9 +19,14 @@ import baselinePg from './baseline-pg.mjs';
 import floorGet from './floor-get.mjs';
 import floorRest from './floor-rest.mjs';
 import get from './get.mjs';
+import get304 from './get-304.mjs';
 import getTraced from './get-traced.mjs';
 import getUnsampled from './get-unsampled.mjs';
 import list from './list.mjs';
+import listBig from './list-big.mjs';
+import listTag from './list-tag.mjs';
+import baselinePatch from './baseline-patch.mjs';
+import patch from './patch.mjs';
 import postgres from './postgres.mjs';
 import rest from './rest.mjs';
 import restTraced from './rest-traced.mjs';
@@ -46,8 +51,13 @@ export const SCENARIOS = Object.fromEntries(
     get,
     getUnsampled,
     getTraced,
+    get304,
     baselineList,
     list,
+    listBig,
+    listTag,
+    baselinePatch,
+    patch,
     baselinePg,
     postgres,
   ].map((s) => [s.name, s]),

@@ -37,9 +37,23 @@ export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
   return tag === null ? { id, name, version } : { id, name, tag, version };
 }
 
+/** The condition of a filtered page: a tag, a name prefix, or both. */
+export type Filter = 'tag' | 'prefix' | 'both';
+
+/** Which filter `options` ask for, `undefined` for none. */
+export function filterOf({ tag, namePrefix }: ListOptions): Filter | undefined {
+  if (tag === undefined) return namePrefix === undefined ? undefined : 'prefix';
+  return namePrefix === undefined ? 'tag' : 'both';
+}
+
 const TAG = 'tag = @tag';
 // Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
 const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
+
+/** The filtered plants in id order from `@from`, at most `@limit`: with a tag, through the (tag, id) index. */
+export const filtered = (filter: Filter) =>
+  `SELECT id, name, tag, version FROM plants WHERE ${WHERE[filter]} AND id >= @from ORDER BY id LIMIT @limit`;
+const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
 
 /**
  * A filtered page, bounded as the unfiltered ones are (see `PlantStore.list`): of the first
@@ -50,17 +64,17 @@ const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
     SELECT id, name, tag, version, count(*) OVER () AS candidates, row_number() OVER running AS n,
       sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
-    FROM (SELECT id, name, tag, version FROM plants WHERE ${where} AND id >= @from ORDER BY id LIMIT @limit) AS page
+    FROM (${where}) AS page
     WINDOW running AS (ORDER BY id ROWS UNBOUNDED PRECEDING)
   ) AS sized
   WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`;
 
 const SQL = statements('plants', {
   get: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
-  'page.all': page('TRUE'),
-  'page.tag': page(TAG),
-  'page.prefix': page(PREFIX),
-  'page.both': page(`${TAG} AND ${PREFIX}`),
+  'page.all': page('SELECT id, name, tag, version FROM plants WHERE id >= @from ORDER BY id LIMIT @limit'),
+  'page.tag': page(filtered('tag')),
+  'page.prefix': page(filtered('prefix')),
+  'page.both': page(filtered('both')),
   // Holds the key (and, on PostgreSQL, locks its row) only while this request's claim has it.
   hold: `UPDATE idempotency_keys SET claim = claim
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL RETURNING claim`,
@@ -82,20 +96,12 @@ export const KEYED = { hold: SQL.hold, answer: SQL.answer };
 export const getPlant = (db: Db) => (id: bigint) =>
   db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
 
-/**
- * A page of plants (`PlantStore.list`), filtered or not: PostgreSQL's pages, and SQLite's filtered
- * ones (its unfiltered page is its own, sqlite/plants.ts).
- */
-export async function filteredPage(
-  db: Db,
-  { limit, after, maxBytes = PAGE_BUDGET_BYTES, tag, namePrefix }: ListOptions,
-): Promise<PlantPage> {
+/** A page of plants (`PlantStore.list`), filtered or not, bounded by the server: PostgreSQL's pages. */
+export async function serverPage(db: Db, options: ListOptions): Promise<PlantPage> {
+  const { limit, after, maxBytes = PAGE_BUDGET_BYTES, tag, namePrefix } = options;
   const from = pageStart(after);
   if (from === undefined) return { plants: [], more: false };
-  const statement =
-    tag === undefined
-      ? SQL[namePrefix === undefined ? 'page.all' : 'page.prefix']
-      : SQL[namePrefix === undefined ? 'page.tag' : 'page.both'];
+  const statement = SQL[`page.${filterOf(options) ?? 'all'}`];
   const rows = await db.all<PlantRow & { candidates: bigint }>(statement, {
     tag,
     namePrefix,

@@ -1,14 +1,8 @@
 import type { NewPlant } from '@plant-store/schema';
 import { groupCommit } from '../group-commit.ts';
-import { filteredPage, type ListOptions, plantChanges } from '../plants.ts';
+import { plantChanges, serverPage } from '../plants.ts';
 import { statements } from '../sql.ts';
-import {
-  KeyClaimLostError,
-  type KeyedAnswer,
-  type NewDelivery,
-  type PlantPage,
-  StoreUnavailableError,
-} from '../store.ts';
+import { KeyClaimLostError, type NewDelivery, type PlantStore, StoreUnavailableError } from '../store.ts';
 import type { connect } from './connection.ts';
 
 /** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */
@@ -125,7 +119,10 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
  * `createBatch` statement a batch; a keyed create goes on its own, its statement checking and
  * completing its key. Updates and deletes are the shared ones (plants.ts), under the events lock.
  */
-export function postgresPlants(connection: ReturnType<typeof connect>, poolSize: number) {
+export function postgresPlants(
+  connection: ReturnType<typeof connect>,
+  poolSize: number,
+): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const { exec, call, db } = connection;
   /** The versions of the plants `batch` inserted, by id. */
   const insert = async (batch: readonly PendingCreate[]) =>
@@ -168,12 +165,7 @@ export function postgresPlants(connection: ReturnType<typeof connect>, poolSize:
   );
 
   return {
-    create: (
-      plant: NewPlant,
-      outbox: readonly NewDelivery[] = [],
-      answer?: KeyedAnswer,
-      endpointPayload?: string,
-    ) =>
+    create: (plant, outbox = [], answer, endpointPayload) =>
       call(async () => {
         if (!answer)
           return new Promise<bigint | false>((resolve, reject) =>
@@ -195,6 +187,6 @@ export function postgresPlants(connection: ReturnType<typeof connect>, poolSize:
       lockEvents: async (tx) => void (await tx.run(SQL.lockEvents)),
       fanOut: SQL.fanOut,
     }),
-    list: (options: ListOptions): Promise<PlantPage> => call(() => filteredPage(db, options)),
+    list: (options) => call(() => serverPage(db, options)),
   };
 }

@@ -1,7 +1,9 @@
-import type { NewPlant, PlantWithId } from '@plant-store/schema';
+import type { PlantWithId } from '@plant-store/schema';
 import {
   chose,
-  filteredPage,
+  type Filter,
+  filtered,
+  filterOf,
   KEYED,
   type ListOptions,
   type PlantRow,
@@ -13,9 +15,9 @@ import { statements } from '../sql.ts';
 import {
   KeyClaimLostError,
   type KeyedAnswer,
-  type NewDelivery,
   PAGE_BUDGET_BYTES,
   type PlantPage,
+  type PlantStore,
   textBytes,
 } from '../store.ts';
 import type { SqliteTx, sqliteCommit } from './commit.ts';
@@ -37,6 +39,14 @@ const SQL = statements('sqlite.plants', {
     SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, {now}, {now}, {now}
     FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE @pattern`,
 });
+// Filtered pages, read row by row up to the page's budget (a window function, as PostgreSQL's
+// bounded page, costs SQLite twice the reading of the rows themselves).
+const FILTERED = statements('sqlite.plants.page', {
+  tag: filtered('tag'),
+  prefix: filtered('prefix'),
+  both: filtered('both'),
+});
+
 /** What a keyed create answers when its request no longer holds the key. */
 const CLAIM_LOST = Symbol('claim lost');
 
@@ -47,7 +57,10 @@ type PlantTuple = [bigint, string, string | null, bigint];
  * The SQLite store's plant writes, in its group commit (a duplicate id fails only its own create, and
  * enqueues none of the deliveries it was given), and its pages, read on its connection.
  */
-export function sqlitePlants(db: Connection, engine: ReturnType<typeof sqliteCommit>) {
+export function sqlitePlants(
+  db: Connection,
+  engine: ReturnType<typeof sqliteCommit>,
+): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   /**
    * A create carrying `answer` is made only while its request holds the key (the transaction holds
    * the write lock, so nobody takes it over in between), and its answer is stored with it.
@@ -79,13 +92,15 @@ export function sqlitePlants(db: Connection, engine: ReturnType<typeof sqliteCom
     )
     .pluck(true);
 
+  const prepared = new Map(
+    Object.entries(FILTERED).map(([filter, { sqlite }]) => [
+      filter,
+      { ...sqlite, statement: db.prepare<unknown[], PlantRow>(sqlite.text) },
+    ]),
+  );
+
   return {
-    create: (
-      plant: NewPlant,
-      outbox: readonly NewDelivery[] = [],
-      answer?: KeyedAnswer,
-      endpointPayload?: string,
-    ) =>
+    create: (plant, outbox = [], answer, endpointPayload) =>
       change(answer, (tx) => {
         const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
         if (inserted === undefined) return false;
@@ -104,11 +119,22 @@ export function sqlitePlants(db: Connection, engine: ReturnType<typeof sqliteCom
       lockEvents: async () => {},
       fanOut: SQL.fanOut,
     }),
-    list: (options: ListOptions): Promise<PlantPage> =>
-      options.tag !== undefined || options.namePrefix !== undefined
-        ? filteredPage(engine.db, options)
-        : unfiltered(options),
+    list: (options) => {
+      const filter = filterOf(options);
+      return filter === undefined ? unfiltered(options) : filteredRows(filter, options);
+    },
   };
+
+  function filteredRows(filter: Filter, options: ListOptions): Promise<PlantPage> {
+    const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
+    return engine.read(() => {
+      const from = pageStart(after);
+      if (from === undefined) return { plants: [], more: false };
+      const { statement, names } = prepared.get(filter)!;
+      const params: Record<string, unknown> = { ...options, from, limit: limit + 1 };
+      return byRow(statement.iterate(...names.map((name) => params[name])), limit, maxBytes);
+    });
+  }
 
   function unfiltered({ limit, after, maxBytes = PAGE_BUDGET_BYTES }: ListOptions): Promise<PlantPage> {
     return engine.read(() => {
@@ -125,16 +151,20 @@ export function sqlitePlants(db: Connection, engine: ReturnType<typeof sqliteCom
         }
         return { plants, more: rows.length > limit };
       }
-      // Row by row, so a page stops reading once its budget is spent (all() would read `limit` rows).
-      const plants: PlantWithId[] = [];
-      let bytes = 0;
-      for (const row of select.iterate(from, limit + 1)) {
-        bytes += textBytes(row);
-        // Leaving the loop ends the statement.
-        if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-        plants.push(toPlant(row));
-      }
-      return { plants, more: false };
+      return byRow(select.iterate(from, limit + 1), limit, maxBytes);
     });
   }
+}
+
+/** A page read row by row, so that it stops reading once its budget is spent (all() would read `limit` rows). */
+function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number): PlantPage {
+  const plants: PlantWithId[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    bytes += textBytes(row);
+    // Leaving the loop ends the statement.
+    if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
+    plants.push(toPlant(row));
+  }
+  return { plants, more: false };
 }
