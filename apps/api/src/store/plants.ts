@@ -1,5 +1,6 @@
 import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
 import type { Expected } from '../conditions.ts';
+import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, type Statement, statements, type Tx } from './sql.ts';
 import {
   type KeyClaim,
@@ -121,17 +122,14 @@ const meets = (expected: Expected | undefined, version: bigint) =>
  * How an engine runs the changes below: `transaction` (one that appends events: SQLite's group
  * commit wakes the watchers, PostgreSQL NOTIFYs them), `lockEvents` (taken before an event id is
  * drawn, so ids commit in order: PostgreSQL's events lock; nothing on SQLite) and `fanOut`, its
- * statement that enqueues a delivery of `@payload` (`@event`) to each enabled endpoint whose
- * `events` match `@pattern`.
+ * statement that enqueues a delivery of `@payload` (`@event`) to each enabled endpoint that
+ * chose `@event`.
  */
 export type ChangeEngine = {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   lockEvents(tx: Tx): Promise<void>;
   fanOut: Statement;
 };
-
-/** The `@pattern` of `fanOut` for endpoints that chose `event`. */
-export const chose = (event: string) => `%,${event},%`;
 
 /** A change made only while the request holds its key (if any); `undefined` when it no longer does. */
 const CLAIM_LOST = Symbol('claim lost');
@@ -155,8 +153,9 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
     update: (
       { id, ...change }: PlantChange,
       { expected, key }: { expected?: Expected | undefined; key?: KeyClaim | undefined } = {},
-    ): Promise<UpdateOutcome | undefined> =>
-      keyed(key, async (tx) => {
+    ): Promise<UpdateOutcome | undefined> => {
+      const traceContext = currentTraceparent();
+      return keyed(key, async (tx) => {
         const row = await lock(tx, id);
         if (row === undefined) return undefined;
         if (!meets(expected, row.version)) return { stale: row.version };
@@ -166,40 +165,36 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
           tag: change.tag === undefined ? row.tag : change.tag,
         };
         const changed: PlantField[] = PLANT_FIELDS.filter((field) => next[field] !== row[field]);
-        let version = row.version;
+        let plant = toPlant(row);
         if (changed.length > 0) {
           await lockEvents(tx);
-          const [event] = (await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') }))
-            .rows;
-          version = event!.id;
-          await tx.run(SQL.set, { ...next, version });
-        }
-        const plant = toPlant({ ...next, version });
-        if (changed.length > 0)
+          const { rows } = await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') });
+          plant = toPlant({ ...next, version: rows[0]!.id });
+          await tx.run(SQL.set, { ...next, version: plant.version });
           await tx.run(fanOut, {
             event: 'plant.updated',
-            pattern: chose('plant.updated'),
             payload: stringifyJson({ ...plant, changed }),
+            traceContext,
           });
+        }
         if (key) await tx.run(SQL.answer, { ...key, status: 200, body: stringifyJson(plant) });
         return { plant, changed };
-      }),
-    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> =>
-      keyed(answer, async (tx) => {
+      });
+    },
+    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> => {
+      const traceContext = currentTraceparent();
+      return keyed(answer, async (tx) => {
         const row = await lock(tx, id);
         if (row === undefined) return false;
         if (!meets(expected, row.version)) return { stale: row.version };
         await tx.run(SQL.delete, { id });
         await lockEvents(tx);
         await tx.run(SQL.deleted, { id });
-        await tx.run(fanOut, {
-          event: 'plant.deleted',
-          pattern: chose('plant.deleted'),
-          payload: `{"id":${id}}`,
-        });
+        await tx.run(fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
         if (answer) await tx.run(SQL.answer, answer);
         return true;
-      }),
+      });
+    },
   };
 }
 
