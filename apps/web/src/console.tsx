@@ -1,13 +1,17 @@
 import type { PlantWithId } from '@plant-store/schema';
-import { useCallback, useRef, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { describeFailure, type Failure } from './failure.ts';
 import { AddPlantForm } from './plants/add-plant-form.tsx';
 import { DeleteDialog } from './plants/delete-dialog.tsx';
-import type { PlantFilter } from './plants/list-query.ts';
+import { EditDialog } from './plants/edit-dialog.tsx';
+import { NO_FILTER, type PlantFilter } from './plants/list-query.ts';
 import type { LiveState } from './plants/live.ts';
 import { PlantList } from './plants/plant-list.tsx';
 import { usePlants } from './plants/use-plants.ts';
 import type { PlantsClient } from './trpc.ts';
+
+/** How long typing in a filter must pause before the list is read again with it. */
+const FILTER_PAUSE_MS = 250;
 
 const LIVE_TEXT: Record<LiveState['state'], string> = {
   live: 'Live updates on',
@@ -21,14 +25,15 @@ type Props = {
   onSignOut(message?: string): void;
 };
 
-/** The signed-in console: the add form and the live list of plants. */
+/** The signed-in console: the add form, the live list of plants, and the edit and delete dialogs. */
 export function Console({ client, onSignOut }: Props) {
-  const [filter, setFilter] = useState<PlantFilter>({ tag: '' });
+  const [filter, setFilter] = useState<PlantFilter>(NO_FILTER);
+  const [editing, setEditing] = useState<PlantWithId>();
   const [deleting, setDeleting] = useState<PlantWithId>();
   const [announcement, setAnnouncement] = useState('');
   const heading = useRef<HTMLHeadingElement>(null);
   const refused = useCallback((failure: Failure) => onSignOut(`Signed out: ${failure.message}`), [onSignOut]);
-  const plants = usePlants(client, filter, refused);
+  const plants = usePlants(client, useSettled(filter, FILTER_PAUSE_MS), refused);
   const problem = connectionProblem(plants);
   const focusList = useCallback(() => heading.current?.focus(), []);
 
@@ -55,10 +60,19 @@ export function Console({ client, onSignOut }: Props) {
           plants={plants}
           filter={filter}
           onFilter={setFilter}
+          onEdit={setEditing}
           onDelete={setDeleting}
           headingRef={heading}
         />
       </main>
+      <EditDialog
+        client={client}
+        plant={editing}
+        latest={editing === undefined ? undefined : plants.latest(editing.id)}
+        onClose={() => setEditing(undefined)}
+        onSaved={plants.record}
+        announce={setAnnouncement}
+      />
       <DeleteDialog
         client={client}
         plant={deleting}
@@ -69,6 +83,16 @@ export function Console({ client, onSignOut }: Props) {
       />
     </div>
   );
+}
+
+/** `value` once it stayed the same for `ms`. */
+function useSettled<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
 }
 
 /**

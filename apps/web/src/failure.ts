@@ -9,6 +9,7 @@ export type Failure = {
     | 'not-found'
     | 'conflict'
     | 'gone'
+    | 'stale'
     | 'invalid'
     | 'rate-limited'
     | 'unavailable'
@@ -30,6 +31,8 @@ const KIND_BY_STATUS: Record<number, Failure['kind']> = {
   404: 'not-found',
   409: 'conflict',
   410: 'gone',
+  // The version sent (`expectedVersion`) is no longer the plant's: someone else changed it.
+  412: 'stale',
   429: 'rate-limited',
 };
 const TRANSIENT = new Set([0, 408, 429, 500, 502, 503, 504]);

@@ -1,13 +1,13 @@
 import type { NewPlant } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
-import { type FormEvent, useRef, useState } from 'react';
+import { type FormEvent, useState } from 'react';
 import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
 import type { LiveChange } from './merge-live.ts';
-import { type FieldErrors, type NewPlantFields, parseNewPlant } from './new-plant.ts';
+import { type NewPlantFields, parseNewPlant } from './new-plant.ts';
+import { useTextFields } from './text-field.tsx';
 
 const EMPTY: NewPlantFields = { id: '', name: '', tag: '' };
-const FIELDS = ['id', 'name', 'tag'] as const;
 
 type Props = {
   client: PlantsClient;
@@ -24,10 +24,8 @@ type Props = {
  * for the next plant.
  */
 export function AddPlantForm({ client, onAdded, announce }: Props) {
-  const [fields, setFields] = useState<NewPlantFields>(EMPTY);
-  const [errors, setErrors] = useState<FieldErrors>({});
+  const { fields, setFields, refuse, focus, field } = useTextFields('new-plant', EMPTY);
   const [formError, setFormError] = useState<string>();
-  const inputs = useRef<Partial<Record<keyof NewPlantFields, HTMLInputElement | null>>>({});
   const create = useMutation({
     mutationFn: (plant: NewPlant) => client.plants.create.mutate(plant),
   });
@@ -37,65 +35,29 @@ export function AddPlantForm({ client, onAdded, announce }: Props) {
     if (create.isPending) return;
     const parsed = parseNewPlant(fields);
     setFormError(undefined);
-    if (!parsed.ok) {
-      setErrors(parsed.errors);
-      inputs.current[FIELDS.find((field) => parsed.errors[field] !== undefined)!]?.focus();
-      return;
-    }
-    setErrors({});
+    refuse(parsed.ok ? {} : parsed.errors);
+    if (!parsed.ok) return;
     const { plant } = parsed;
     create.mutate(plant, {
       onSuccess: () => {
-        onAdded({ type: 'created', plant, at: performance.now() });
+        // The answer carries no version (REST has it in the ETag only): version 0 ranks below the
+        // created event's, which replaces it when it arrives.
+        onAdded({ type: 'saved', plant: { ...plant, version: 0n }, at: performance.now() });
         announce(`Added plant ${plant.id} (${plant.name}).`);
         setFields(EMPTY);
-        inputs.current.id?.focus();
+        focus('id');
       },
       onError: (error) => {
         const failure = describeFailure(error);
         // A refused token signs the console out (see app.tsx): nothing to show here.
         if (failure.kind === 'unauthorized') return;
         if (failure.kind === 'conflict') {
-          setErrors({ id: failure.message });
-          inputs.current.id?.focus();
+          refuse({ id: failure.message });
         } else {
           setFormError(`The plant was not added: ${failure.message}`);
         }
       },
     });
-  };
-
-  const field = (
-    name: keyof NewPlantFields,
-    label: string,
-    extra: React.InputHTMLAttributes<HTMLInputElement>,
-  ) => {
-    const id = `new-plant-${name}`;
-    const error = errors[name];
-    const described = [error && `${id}-error`, extra['aria-describedby']].filter(Boolean).join(' ');
-    return (
-      <div className="field">
-        <label htmlFor={id}>{label}</label>
-        <input
-          {...extra}
-          id={id}
-          ref={(element) => {
-            inputs.current[name] = element;
-          }}
-          value={fields[name]}
-          onChange={(event) => setFields({ ...fields, [name]: event.target.value })}
-          aria-invalid={error !== undefined}
-          aria-describedby={described || undefined}
-          autoComplete="off"
-          spellCheck={false}
-        />
-        {error !== undefined && (
-          <p id={`${id}-error`} className="field-error">
-            {error}
-          </p>
-        )}
-      </div>
-    );
   };
 
   return (

@@ -1,13 +1,15 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
-import { useEffect, useRef, useState } from 'react';
+import { useRef, useState } from 'react';
 import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
 import type { LiveChange } from './merge-live.ts';
+import { useModal } from './modal.ts';
+import { describePlant } from './plant-edit.ts';
 
 type Props = {
   client: PlantsClient;
-  /** The plant to confirm the deletion of; none closes the dialog. */
+  /** The plant to confirm the deletion of, as read; none closes the dialog. */
   plant: PlantWithId | undefined;
   onClose(): void;
   onDeleted(change: LiveChange): void;
@@ -17,50 +19,66 @@ type Props = {
 };
 
 /**
- * Asks before deleting: a modal `<dialog>` (the browser keeps focus inside it and closes it on
- * Escape) whose first button, `Cancel`, has focus. A plant someone else deleted meanwhile (404) is
- * gone all the same.
+ * Asks before deleting: a modal `<dialog>` whose first button, `Cancel`, has focus. The deletion
+ * is of the version read: when someone else changed the plant since (412), the dialog shows it as
+ * it is now and asks again, for that version. A plant someone else deleted meanwhile (404) is gone
+ * all the same.
  */
 export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, announce }: Props) {
-  const dialog = useRef<HTMLDialogElement>(null);
   const cancel = useRef<HTMLButtonElement>(null);
   const [error, setError] = useState<string>();
+  // The plant as it is now, when someone else changed it after it was read.
+  const [changed, setChanged] = useState<PlantWithId>();
   const deleted = useRef(false);
-  const remove = useMutation({ mutationFn: (id: bigint) => client.plants.delete.mutate({ id }) });
-
-  useEffect(() => {
-    const element = dialog.current;
-    if (element === null) return;
-    if (plant !== undefined && !element.open) {
-      setError(undefined);
-      element.showModal();
-      cancel.current?.focus();
-    } else if (plant === undefined && element.open) {
-      element.close();
+  // Another plant to delete: no message or change of the last one shows, even for a moment.
+  const [opened, setOpened] = useState<PlantWithId>();
+  if (plant !== opened) {
+    setOpened(plant);
+    setError(undefined);
+    setChanged(undefined);
+  }
+  const dialog = useModal(plant !== undefined, {
+    onOpen: () => cancel.current?.focus(),
+    onClosed: () => {
       if (deleted.current) afterDeleted();
       deleted.current = false;
-    }
-  }, [plant, afterDeleted]);
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (target: PlantWithId) =>
+      client.plants.delete.mutate({ id: target.id, expectedVersion: target.version }),
+  });
+  const target = changed ?? plant;
 
   const confirm = () => {
-    if (plant === undefined || remove.isPending) return;
+    if (target === undefined || remove.isPending) return;
     const gone = () => {
       deleted.current = true;
-      onDeleted({ type: 'deleted', id: plant.id, at: performance.now() });
+      onDeleted({ type: 'deleted', id: target.id, position: target.version + 1n, at: performance.now() });
       onClose();
     };
-    remove.mutate(plant.id, {
+    remove.mutate(target, {
       onSuccess: () => {
-        announce(`Deleted plant ${plant.id} (${plant.name}).`);
+        announce(`Deleted plant ${target.id} (${target.name}).`);
         gone();
       },
-      onError: (cause) => {
+      onError: async (cause) => {
         const failure = describeFailure(cause);
         if (failure.kind === 'unauthorized') return;
         if (failure.kind === 'not-found') {
-          announce(`Plant ${plant.id} was already deleted.`);
+          announce(`Plant ${target.id} was already deleted.`);
+          return gone();
+        }
+        if (failure.kind !== 'stale') return setError(`The plant was not deleted: ${failure.message}`);
+        try {
+          setChanged(await client.plants.get.query({ id: target.id }));
+          setError(undefined);
+        } catch (again) {
+          const reread = describeFailure(again);
+          if (reread.kind !== 'not-found') return setError(`The plant was not deleted: ${reread.message}`);
+          announce(`Plant ${target.id} was already deleted.`);
           gone();
-        } else setError(`The plant was not deleted: ${failure.message}`);
+        }
       },
     });
   };
@@ -68,10 +86,15 @@ export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, 
   return (
     <dialog ref={dialog} aria-labelledby="delete-title" aria-describedby="delete-what" onClose={onClose}>
       <h2 id="delete-title">Delete plant?</h2>
-      {plant !== undefined && (
+      {target !== undefined && (
         <p id="delete-what">
-          “{plant.name}” (id <span className="id">{String(plant.id)}</span>) will be deleted for everyone.
+          “{target.name}” (id <span className="id">{String(target.id)}</span>) will be deleted for everyone.
           This cannot be undone.
+        </p>
+      )}
+      {changed !== undefined && (
+        <p role="status" className="note">
+          Changed by someone else after you opened this: it is now {describePlant(changed)}.
         </p>
       )}
       {error !== undefined && (

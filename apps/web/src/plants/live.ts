@@ -16,13 +16,20 @@ export type LiveHandlers = {
   onFresh(): void;
   /** The token was refused (401). */
   onUnauthorized(failure: Failure): void;
+  /**
+   * An event-log position the shown list holds every change up to (`resumePosition`), or
+   * `undefined`: where a stream that saw no event resumes from.
+   */
+  resumeFrom(): bigint | undefined;
 };
 
 /**
  * Follows `plants.events` while mounted. tRPC resumes after the last delivered event on every
- * reconnection (a dropped connection, an api restart), so only a start with no event seen yet, or
- * a resume from before what the api still keeps (410), can miss changes: then `onFresh` asks for a
- * new read.
+ * reconnection (a dropped connection, an api restart). A stream that has delivered no event yet has
+ * no id to resume from, and would start again from "now": it is opened again from `resumeFrom()`
+ * instead (the events since the list was read follow; those it already holds change nothing), or,
+ * with no position known or one older than the api keeps (410), from now with `onFresh` asking for
+ * a new read.
  */
 export function useLiveEvents(client: PlantsClient, handlers: LiveHandlers): LiveState {
   const [live, setLive] = useState<LiveState>({ state: 'connecting' });
@@ -30,13 +37,13 @@ export function useLiveEvents(client: PlantsClient, handlers: LiveHandlers): Liv
   const onChange = useEffectEvent(handlers.onChange);
   const onFresh = useEffectEvent(handlers.onFresh);
   const onUnauthorized = useEffectEvent(handlers.onUnauthorized);
+  const resumeFrom = useEffectEvent(handlers.resumeFrom);
 
   useEffect(() => {
     let subscription: { unsubscribe(): void } | undefined;
-    const subscribe = () => {
-      // Until a first event arrives the stream has no id to resume from: a reconnection then
-      // starts from "now", and whatever committed while it was away must be read again.
-      let resumable = false;
+    const subscribe = (after?: bigint) => {
+      // Resumable from a position given, or once an event arrived (tRPC then resumes after it).
+      let resumable = after !== undefined;
       // tRPC reports a connection both as started and as pending: act once per connection.
       let up = false;
       const connected = () => {
@@ -45,33 +52,35 @@ export function useLiveEvents(client: PlantsClient, handlers: LiveHandlers): Liv
         setLive({ state: 'live' });
         if (!resumable) onFresh();
       };
-      subscription = client.plants.events.subscribe(
-        {},
-        {
-          onStarted: connected,
-          onData: ({ data }) => {
-            resumable = true;
-            onChange(toChange(data, performance.now()));
-          },
-          onConnectionStateChange: (connection) => {
-            if (connection.state === 'connecting' && connection.error !== null) {
-              up = false;
-              setLive({ state: 'connecting', failure: describeFailure(connection.error) });
-            } else if (connection.state === 'pending') connected();
-          },
-          onError: (error) => {
-            const failure = describeFailure(error);
-            if (failure.kind === 'unauthorized') return onUnauthorized(failure);
-            if (failure.kind === 'gone') {
-              // Resuming from before what the api keeps: start over and read the list again.
-              subscription?.unsubscribe();
-              subscribe();
-              return;
-            }
-            setLive({ state: 'stopped', failure });
-          },
+      subscription = client.plants.events.subscribe(after === undefined ? {} : { after }, {
+        onStarted: connected,
+        onData: ({ data }) => {
+          resumable = true;
+          onChange(toChange(data, performance.now()));
         },
-      );
+        onConnectionStateChange: (connection) => {
+          if (connection.state === 'connecting' && connection.error !== null) {
+            up = false;
+            setLive({ state: 'connecting', failure: describeFailure(connection.error) });
+            const from = resumable ? undefined : resumeFrom();
+            if (from !== undefined) {
+              subscription?.unsubscribe();
+              subscribe(from);
+            }
+          } else if (connection.state === 'pending') connected();
+        },
+        onError: (error) => {
+          const failure = describeFailure(error);
+          if (failure.kind === 'unauthorized') return onUnauthorized(failure);
+          if (failure.kind === 'gone') {
+            // Resuming from before what the api keeps: start over and read the list again.
+            subscription?.unsubscribe();
+            subscribe();
+            return;
+          }
+          setLive({ state: 'stopped', failure });
+        },
+      });
     };
     subscribe();
     return () => subscription?.unsubscribe();

@@ -1,10 +1,11 @@
 import { INTEGER_LITERAL, type NewPlant, NewPlantSchema } from '@plant-store/schema';
+import type { z } from 'zod';
 
 /** The add form's fields, as typed. */
 export type NewPlantFields = { id: string; name: string; tag: string };
 
 /** A message per field that failed, worded as the api words it ("name is required"). */
-export type FieldErrors = Partial<Record<keyof NewPlantFields, string>>;
+export type FieldErrors<F extends string = keyof NewPlantFields> = Partial<Record<F, string>>;
 
 /**
  * The form as the api's `NewPlant`, checked by the schema the api checks it with, so a plant the
@@ -22,12 +23,15 @@ export function parseNewPlant(
     tag: fields.tag === '' ? undefined : fields.tag,
   });
   if (result.success) return { ok: true, plant: result.data };
-  const errors: FieldErrors = {};
-  for (const issue of result.error.issues) {
-    const field = issue.path[0];
-    if ((field === 'id' || field === 'name' || field === 'tag') && errors[field] === undefined) {
-      errors[field] = `${field} ${issue.message}`;
-    }
+  return { ok: false, errors: fieldErrors(result.error, ['id', 'name', 'tag']) };
+}
+
+/** The first message of each of `fields` in a schema's refusal, after the field's name. */
+export function fieldErrors<F extends string>(error: z.ZodError, fields: readonly F[]): FieldErrors<F> {
+  const errors: FieldErrors<F> = {};
+  for (const issue of error.issues) {
+    const field = fields.find((name) => name === issue.path[0]);
+    if (field !== undefined && errors[field] === undefined) errors[field] = `${field} ${issue.message}`;
   }
-  return { ok: false, errors };
+  return errors;
 }

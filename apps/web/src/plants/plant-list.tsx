@@ -6,18 +6,22 @@ import type { usePlants } from './use-plants.ts';
 
 type Props = {
   plants: ReturnType<typeof usePlants>;
+  /** The filter as typed (the list follows it once typing pauses). */
   filter: PlantFilter;
   onFilter(filter: PlantFilter): void;
+  onEdit(plant: PlantWithId): void;
   onDelete(plant: PlantWithId): void;
   headingRef: React.RefObject<HTMLHeadingElement | null>;
 };
 
 /**
  * The plants in id order, a page at a time: the next page loads when the end of the table scrolls
- * into view, or with `Load more`. Ids are shown as the api sent them (bigint, every digit).
+ * into view, or with `Load more`. Ids are shown as the api sent them (bigint, every digit). The
+ * filters are the api's (each page holds only matches), so each page loaded is full.
  */
-export function PlantList({ plants, filter, onFilter, onDelete, headingRef }: Props) {
-  const { list, loaded } = plants;
+export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingRef }: Props) {
+  const { list } = plants;
+  const loaded = plants.plants.length;
   const more = list.hasNextPage;
   const end = useRef<HTMLDivElement>(null);
   const canLoad = more && !list.isFetching && !list.isError;
@@ -39,21 +43,27 @@ export function PlantList({ plants, filter, onFilter, onDelete, headingRef }: Pr
   }, [canLoad, fetchNextPage]);
 
   const failure = list.isError ? describeFailure(list.error) : undefined;
+  const filterField = (label: string, key: keyof PlantFilter) => (
+    <label className="filter">
+      {label}{' '}
+      <input
+        type="search"
+        value={filter[key]}
+        onChange={(event) => onFilter({ ...filter, [key]: event.target.value })}
+        spellCheck={false}
+      />
+    </label>
+  );
   return (
     <section aria-labelledby="plants-heading" className="plants">
       <div className="plants-header">
         <h2 id="plants-heading" ref={headingRef} tabIndex={-1}>
           Plants
         </h2>
-        <label className="filter">
-          Filter by tag{' '}
-          <input
-            type="search"
-            value={filter.tag}
-            onChange={(event) => onFilter({ ...filter, tag: event.target.value })}
-            spellCheck={false}
-          />
-        </label>
+        <div className="filters">
+          {filterField('Filter by tag', 'tag')}
+          {filterField('Name starts with', 'namePrefix')}
+        </div>
       </div>
       <table>
         <caption className="visually-hidden">Plants in id order</caption>
@@ -74,6 +84,9 @@ export function PlantList({ plants, filter, onFilter, onDelete, headingRef }: Pr
               <td>{plant.name}</td>
               <td>{plant.tag ?? ''}</td>
               <td>
+                <button type="button" aria-label={`Edit plant ${plant.id}`} onClick={() => onEdit(plant)}>
+                  Edit
+                </button>{' '}
                 <button type="button" aria-label={`Delete plant ${plant.id}`} onClick={() => onDelete(plant)}>
                   Delete
                 </button>
@@ -86,9 +99,7 @@ export function PlantList({ plants, filter, onFilter, onDelete, headingRef }: Pr
                 {emptyMessage({
                   pending: list.isPending,
                   failed: failure !== undefined,
-                  loaded,
-                  more,
-                  filter,
+                  filter: plants.filter,
                 })}
               </td>
             </tr>
@@ -115,16 +126,14 @@ export function PlantList({ plants, filter, onFilter, onDelete, headingRef }: Pr
   );
 }
 
-function emptyMessage(state: {
-  pending: boolean;
-  failed: boolean;
-  loaded: number;
-  more: boolean;
-  filter: PlantFilter;
-}): string {
+function emptyMessage(state: { pending: boolean; failed: boolean; filter: PlantFilter }): string {
   if (state.pending) return 'Loading plants…';
   if (state.failed) return 'No plants to show.';
-  if (state.loaded === 0 && !state.more) return 'The store holds no plants yet. Add one above.';
-  const where = state.more ? ' among those loaded so far' : '';
-  return `No plant has the tag “${state.filter.tag}”${where}.`;
+  const { tag, namePrefix } = state.filter;
+  const conditions = [
+    tag !== '' && `the tag “${tag}”`,
+    namePrefix !== '' && `a name starting with “${namePrefix}”`,
+  ].filter(Boolean);
+  if (conditions.length === 0) return 'The store holds no plants yet. Add one above.';
+  return `No plant has ${conditions.join(' and ')}.`;
 }

@@ -44,12 +44,13 @@ describe('the Vite dev server (pnpm dev)', () => {
       body: '{"id":9007199254740993,"name":"Dev fern"}',
     });
     expect(created.status).toBe(200);
+    const version = created.headers.get('etag')!.replaceAll('"', '');
     const input = encodeURIComponent(JSON.stringify({ json: { limit: 10 } }));
     const list = await fetch(`${url}/trpc/plants.list?input=${input}`, { headers: { authorization } });
     expect(list.status).toBe(200);
     expect(await list.text()).toBe(
-      '{"result":{"data":{"json":{"plants":[{"id":"9007199254740993","name":"Dev fern"}],"next":null},' +
-        '"meta":{"values":{"plants.0.id":["bigint"]},"v":1}}}}',
+      `{"result":{"data":{"json":{"plants":[{"id":"9007199254740993","name":"Dev fern","version":"${version}"}],` +
+        '"next":null},"meta":{"values":{"plants.0.id":["bigint"],"plants.0.version":["bigint"]},"v":1}}}}',
     );
 
     const events = await fetch(`${url}/trpc/plants.events?input=${encodeURIComponent('{"json":{}}')}`, {

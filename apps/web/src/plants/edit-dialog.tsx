@@ -1,0 +1,173 @@
+import type { PlantWithId } from '@plant-store/schema';
+import { useMutation } from '@tanstack/react-query';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { describeFailure } from '../failure.ts';
+import type { PlantsClient } from '../trpc.ts';
+import type { LiveChange } from './merge-live.ts';
+import { useModal } from './modal.ts';
+import {
+  describeChange,
+  describePlant,
+  type EditFields,
+  editFields,
+  type PlantChange,
+  parsePlantEdit,
+} from './plant-edit.ts';
+import { useTextFields } from './text-field.tsx';
+
+type Props = {
+  client: PlantsClient;
+  /** The plant to edit, as read (its version is the one the change is for); none closes the dialog. */
+  plant: PlantWithId | undefined;
+  /** The plant as last seen live: shown when someone else changes it while the form is open. */
+  latest: PlantWithId | 'deleted' | undefined;
+  onClose(): void;
+  onSaved(change: LiveChange): void;
+  announce(message: string): void;
+};
+
+/** Someone else's change that stopped a save: the change to apply again, and the plant as it is now. */
+type Conflict = { change: PlantChange; current: PlantWithId };
+
+/**
+ * `Name`, `Tag` (empty: no tag) and `Save`, in a modal `<dialog>`. Only the fields edited are
+ * sent, for the version read (`expectedVersion`). When someone else changed the plant since (412),
+ * nothing was saved: the dialog shows the plant as it is now, and `Apply again` sends the same
+ * change for that version. A change by someone else while the form is open is shown as it comes.
+ */
+export function EditDialog({ client, plant, latest, onClose, onSaved, announce }: Props) {
+  const { fields, reset, refuse, focus, field } = useTextFields<keyof EditFields>('edit-plant', {
+    name: '',
+    tag: '',
+  });
+  const [formError, setFormError] = useState<string>();
+  const [conflict, setConflict] = useState<Conflict>();
+  const applyAgain = useRef<HTMLButtonElement>(null);
+  // Another plant to edit: the form starts from it, set while rendering so that it never shows the
+  // last plant's values or messages.
+  const [opened, setOpened] = useState<PlantWithId>();
+  if (plant !== opened) {
+    setOpened(plant);
+    if (plant !== undefined) reset(editFields(plant));
+    setFormError(undefined);
+    setConflict(undefined);
+  }
+  const dialog = useModal(plant !== undefined, { onOpen: () => focus('name') });
+  const save = useMutation({
+    mutationFn: ({ change, version }: { change: PlantChange; version: bigint }) =>
+      client.plants.update.mutate({ id: plant!.id, ...change, expectedVersion: version }),
+  });
+  useEffect(() => {
+    if (conflict !== undefined) applyAgain.current?.focus();
+  }, [conflict]);
+
+  const send = (change: PlantChange, version: bigint) => {
+    if (plant === undefined || save.isPending) return;
+    setFormError(undefined);
+    save.mutate(
+      { change, version },
+      {
+        onSuccess: (saved) => {
+          onSaved({ type: 'saved', plant: saved, at: performance.now() });
+          announce(`Saved plant ${saved.id} (${saved.name}).`);
+          onClose();
+        },
+        onError: async (cause) => {
+          const failure = describeFailure(cause);
+          if (failure.kind === 'unauthorized') return;
+          if (failure.kind === 'not-found') return setFormError(DELETED);
+          if (failure.kind !== 'stale') return setFormError(`The plant was not saved: ${failure.message}`);
+          try {
+            setConflict({ change, current: await client.plants.get.query({ id: plant.id }) });
+          } catch (again) {
+            const reread = describeFailure(again);
+            setFormError(
+              reread.kind === 'not-found' ? DELETED : `The plant was not saved: ${reread.message}`,
+            );
+          }
+        },
+      },
+    );
+  };
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (plant === undefined) return;
+    const parsed = parsePlantEdit(plant, fields);
+    refuse(parsed.ok ? {} : parsed.errors);
+    if (!parsed.ok) return;
+    if (Object.keys(parsed.change).length > 0) return send(parsed.change, plant.version);
+    announce(`Plant ${plant.id} is unchanged.`);
+    onClose();
+  };
+
+  // Someone else's change since the version this dialog works from, unless it is this save's own.
+  const read = conflict?.current ?? plant;
+  const newer =
+    read !== undefined &&
+    latest !== undefined &&
+    !save.isPending &&
+    (latest === 'deleted' || latest.version > read.version)
+      ? latest
+      : undefined;
+  const cancel = (
+    <button type="button" onClick={onClose}>
+      Cancel
+    </button>
+  );
+  return (
+    <dialog ref={dialog} aria-labelledby="edit-title" onClose={onClose}>
+      <h2 id="edit-title">
+        Edit plant {plant !== undefined && <span className="id">{String(plant.id)}</span>}
+      </h2>
+      {plant === undefined ? null : conflict === undefined ? (
+        <form onSubmit={submit} noValidate>
+          <div className="fields">
+            {field('name', 'Name')}
+            {field('tag', 'Tag', { 'aria-describedby': 'edit-plant-tag-hint' })}
+          </div>
+          <p className="hint" id="edit-plant-tag-hint">
+            Tag: empty removes it.
+          </p>
+          <div className="dialog-buttons">
+            {cancel}
+            <button type="submit" disabled={save.isPending}>
+              Save
+            </button>
+          </div>
+        </form>
+      ) : (
+        <div>
+          <p role="alert">
+            Not saved: someone else changed this plant after you opened it. It is now{' '}
+            {describePlant(conflict.current)}.
+          </p>
+          <p>Your change: {describeChange(conflict.change)}.</p>
+          <div className="dialog-buttons">
+            {cancel}
+            <button
+              type="button"
+              ref={applyAgain}
+              onClick={() => send(conflict.change, conflict.current.version)}
+              disabled={save.isPending}
+            >
+              Apply again
+            </button>
+          </div>
+        </div>
+      )}
+      {formError !== undefined && (
+        <p role="alert" className="error">
+          {formError}
+        </p>
+      )}
+      <p role="status" className="note">
+        {newer === 'deleted'
+          ? 'Someone else deleted this plant.'
+          : newer !== undefined && `Changed by someone else: it is now ${describePlant(newer)}.`}
+      </p>
+    </dialog>
+  );
+}
+
+const DELETED = 'Not saved: someone else deleted this plant.';
