@@ -1,5 +1,13 @@
 import { type Db, statements, type Time, toDate } from './sql.ts';
-import type { Delivery, DeliveryEvent, DeliveryOutbox, EndpointDelivery } from './store.ts';
+import type {
+  Delivery,
+  DeliveryEvent,
+  EndpointDelivery,
+  FailedDelivery,
+  NewDelivery,
+  Prune,
+  Subscriber,
+} from './store.ts';
 
 type Integer = number | bigint;
 type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer; created_at: Time } & {
@@ -71,6 +79,9 @@ const NEWEST_FIRST = 'ORDER BY created_at DESC, {seq} DESC LIMIT @limit';
 const pruneOf = (status: 'delivered' | 'failed') => `
   DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
     WHERE status = '${status}' AND updated_at < {now - @olderThanMs} ORDER BY updated_at LIMIT @limit {skip locked})`;
+/** Records an attempt's failure (`@error`, `@responseCode`) on a pending delivery, and `set`. */
+const settle = (set: string) => `UPDATE webhook_deliveries SET ${set}, last_error = @error,
+  last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`;
 /** Each count walks at most `@cap` entries of its partial index. */
 const capped = (where: string, order: string) =>
   `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE ${where} ORDER BY ${order} LIMIT @cap) AS c)`;
@@ -89,10 +100,8 @@ const SQL = statements('deliveries', {
   release: `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = {now}, updated_at = {now}
     FROM (SELECT value ->> 0 AS id, CAST(value ->> 1 AS INTEGER) AS claimed FROM {json @claims}) AS claim
     WHERE webhook_deliveries.id = claim.id AND attempts = claim.claimed AND status = 'pending'`,
-  retry: `UPDATE webhook_deliveries SET next_attempt_at = {now + @delayMs}, last_error = @error,
-    last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`,
-  failed: `UPDATE webhook_deliveries SET status = 'failed', last_error = @error,
-    last_response_code = @responseCode, updated_at = {now} WHERE id = @id AND status = 'pending'`,
+  retry: settle('next_attempt_at = {now + @delayMs}'),
+  failed: settle("status = 'failed'"),
   enqueue: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
     SELECT @id, @endpointId, @url, @event, @payload, {now}, {now}, {now} WHERE ${HAS_ROOM}
@@ -126,42 +135,95 @@ const SQL = statements('deliveries', {
  */
 const PENDING_LOCK_KEY = 723491774;
 
-/** The webhook outbox, the same on both stores; `create` fills it (sqlite/, postgres/). */
-export function deliveryOutbox(db: Db): DeliveryOutbox {
+/**
+ * The webhook outbox, the same on both stores: the deliveries table, which `create` fills (sqlite/,
+ * postgres/) and the delivery worker drains. A delivery is pending until it is delivered or failed.
+ * Claiming one leases it: no other claim (from any process sharing the store) sees it until the
+ * lease ends; a worker that dies mid-attempt thus delays it by at most the lease. The settling calls
+ * change only pending deliveries, so a late answer never undoes a delivered one.
+ */
+export function deliveryOutbox(db: Db) {
   const changes = async (...args: Parameters<Db['run']>) => (await db.run(...args)).changes;
   const done = async (...args: Parameters<Db['run']>) => void (await db.run(...args));
   const values = async (...args: Parameters<Db['all']>) =>
     (await db.all<{ value: string }>(...args)).map((row) => row.value);
   return {
-    claim: async (options) => {
+    /**
+     * Leases up to `limit` due pending deliveries to one subscriber for `leaseMs`, counting the
+     * attempt, oldest due first: one subscriber at a time, so each gets its own share of the attempts.
+     */
+    claim: async (options: Subscriber & { limit: number; leaseMs: number }) => {
       const claimed = await db.run<DeliveryRow>(
         'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint,
         options,
       );
       return claimed.rows.map(toDelivery);
     },
-    pendingUrls: (options) => values(SQL.pendingUrls, options),
-    pendingEndpoints: (options) => values(SQL.pendingEndpoints, options),
-    markDelivered: (ids, codes) =>
+    /** The distinct operator URLs that have pending deliveries (due or not), at most `limit` of them. */
+    pendingUrls: (options: { limit: number }) => values(SQL.pendingUrls, options),
+    /** The distinct endpoints that have pending deliveries (due or not), at most `limit` of them. */
+    pendingEndpoints: (options: { limit: number }) => values(SQL.pendingEndpoints, options),
+    /**
+     * Records these deliveries as delivered: one write however many, so outcomes keep up with creates.
+     * `codes[i]`, when given, is the HTTP status that acknowledged `ids[i]`.
+     */
+    markDelivered: (ids: readonly string[], codes?: readonly number[]) =>
       done(SQL.delivered, { outcomes: JSON.stringify(ids.map((id, i) => [id, codes?.[i] ?? null])) }),
-    release: (claims) => done(SQL.release, { claims: JSON.stringify(claims.map((c) => [c.id, c.attempts])) }),
-    retry: (id, options) => done(SQL.retry, { id, ...options }),
-    markFailed: (id, error, responseCode) => done(SQL.failed, { id, error, responseCode }),
-    enqueue: (delivery, { maxPending }) =>
-      db.transaction(async (tx) => {
+    /**
+     * Hands claimed deliveries back unattempted (a worker that claimed more than it could start, at
+     * shutdown or when a subscriber's breaker opened): due at once, and the claim's attempt uncounted.
+     * Each is identified by its id and the `attempts` its claim returned; one claimed again since
+     * (its lease ran out) is left as it is.
+     */
+    release: (claims: readonly Pick<Delivery, 'id' | 'attempts'>[]) =>
+      done(SQL.release, { claims: JSON.stringify(claims.map((c) => [c.id, c.attempts])) }),
+    /** Makes the delivery due again in `delayMs`, recording why this attempt failed (and its HTTP status, if any). */
+    retry: (id: string, options: { delayMs: number; error: string; responseCode?: number }) =>
+      done(SQL.retry, { id, ...options }),
+    /** Stops retrying: the delivery is kept as failed, with the last attempt's error (and status). */
+    markFailed: (id: string, error: string, responseCode?: number) =>
+      done(SQL.failed, { id, error, responseCode }),
+    /**
+     * Enqueues one delivery to a registered endpoint (a ping): pending, due at once; `'full'`, adding
+     * nothing, when the endpoint already has `maxPending` pending deliveries. The count and the insert
+     * are one step for every process sharing the store (counted through the endpoint's due index, at
+     * most `maxPending` entries read).
+     */
+    enqueue: (
+      delivery: NewDelivery & { endpointId: string; event: DeliveryEvent },
+      { maxPending }: { maxPending: number },
+    ) =>
+      db.transaction(async (tx): Promise<EndpointDelivery | 'full'> => {
         await tx.lock(PENDING_LOCK_KEY, delivery.endpointId);
         const [row] = (await tx.run<EndpointDeliveryRow>(SQL.enqueue, { ...delivery, maxPending })).rows;
         return row === undefined ? 'full' : toEndpointDelivery(row);
       }),
-    redeliver: (options) =>
-      db.transaction(async (tx) => {
+    /**
+     * Makes an endpoint's delivery pending and due at once, whatever its status, with its attempts
+     * counted afresh (and the last attempt's error and status cleared); `undefined` when the endpoint
+     * has no delivery of that id, `'full'` (changing nothing) as for `enqueue`.
+     */
+    redeliver: (options: { id: string; endpointId: string; maxPending: number }) =>
+      db.transaction(async (tx): Promise<EndpointDelivery | 'full' | undefined> => {
         await tx.lock(PENDING_LOCK_KEY, options.endpointId);
         const [found] = (await tx.run<{ room: unknown }>(SQL.roomFor, options)).rows;
         if (found === undefined) return undefined;
         if (!found.room) return 'full';
         return toEndpointDelivery((await tx.run<EndpointDeliveryRow>(SQL.redeliver, options)).rows[0]!);
       }),
-    listForEndpoint: async ({ endpointId, limit, before }) => {
+    /**
+     * An endpoint's deliveries, newest first (by enqueue time, then id), at most `limit`, strictly
+     * before the delivery `before` when given; `undefined` when `before` is not one of its deliveries.
+     */
+    listForEndpoint: async ({
+      endpointId,
+      limit,
+      before,
+    }: {
+      endpointId: string;
+      limit: number;
+      before?: string;
+    }) => {
       const params = { endpointId, before, limit: limit + 1 };
       if (before !== undefined && (await db.all(SQL.isOfEndpoint, params)).length === 0) return undefined;
       const rows = await db.all<EndpointDeliveryRow>(
@@ -170,8 +232,10 @@ export function deliveryOutbox(db: Db): DeliveryOutbox {
       );
       return { deliveries: rows.slice(0, limit).map(toEndpointDelivery), more: rows.length > limit };
     },
-    discardOrphans: (endpointId) => changes(SQL.discardOrphans, { endpointId }),
-    listFailed: async (options) => {
+    /** Deletes the pending deliveries of an endpoint that no longer exists (enqueued as it was deleted). */
+    discardOrphans: (endpointId: string) => changes(SQL.discardOrphans, { endpointId }),
+    /** Failed deliveries (that used up their attempts), oldest first. */
+    listFailed: async (options: { limit: number }): Promise<FailedDelivery[]> => {
       const rows = await db.all<DeliveryRow & { last_error: string; updated_at: Time }>(
         SQL.listFailed,
         options,
@@ -182,20 +246,27 @@ export function deliveryOutbox(db: Db): DeliveryOutbox {
         failedAt: toDate(row.updated_at),
       }));
     },
+    /** How many deliveries are in each state: counts every row, for the `webhooks failed` command. */
     counts: async () => {
       const counts = { pending: 0, delivered: 0, failed: 0 };
       for (const row of await db.all<{ status: keyof typeof counts; n: Integer }>(SQL.counts))
         counts[row.status] = Number(row.n);
       return counts;
     },
-    depth: async ({ cap }) => {
+    /**
+     * Pending and failed deliveries, each counted up to `cap` only (through their partial indexes), so
+     * that a metrics scrape costs the same however large the outbox is.
+     */
+    depth: async ({ cap }: { cap: number }) => {
       const [row] = await db.all<Record<'urls' | 'endpoints' | 'failed', Integer>>(SQL.depth, { cap });
       return {
         pending: Math.min(cap, Number(row!.urls) + Number(row!.endpoints)),
         failed: Number(row!.failed),
       };
     },
-    prune: (options) => changes(SQL.prune, options),
-    pruneFailed: (options) => changes(SQL.pruneFailed, options),
+    /** Deletes deliveries delivered more than `olderThanMs` ago (see `Prune`); resolves with how many. */
+    prune: (options: Prune) => changes(SQL.prune, options),
+    /** The same for deliveries that failed more than `olderThanMs` ago. */
+    pruneFailed: (options: Prune) => changes(SQL.pruneFailed, options),
   };
 }

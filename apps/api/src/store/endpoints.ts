@@ -4,7 +4,6 @@ import {
   type EndpointDisabledReason,
   type EndpointSummary,
   type StoredEndpoint,
-  type WebhookEndpointStore,
 } from './store.ts';
 
 type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
@@ -87,34 +86,57 @@ export async function disableOwnedBy(tx: Tx, owner: string): Promise<number> {
   return rows.length;
 }
 
-/** Registered webhook endpoints, the same on both stores. */
-export function webhookEndpoints(db: Db): WebhookEndpointStore {
+/**
+ * Registered webhook endpoints, the same on both stores. Every call that names an endpoint also names
+ * its owner, except those of the delivery worker and the admin commands: another owner's endpoint is
+ * not found.
+ */
+export function webhookEndpoints(db: Db) {
   const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
   return {
-    create: (endpoint, { maxPerOwner }) =>
+    /** Registers an endpoint (`secret` sealed), unless its owner already has `maxPerOwner`: then `false`. */
+    create: (
+      endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>,
+      { maxPerOwner }: { maxPerOwner: number },
+    ) =>
       db.transaction(async (tx) => {
         await tx.lock(ENDPOINTS_LOCK_KEY, endpoint.owner);
         return first((await tx.run<EndpointRow>(SQL.create, { ...endpoint, maxPerOwner })).rows) ?? false;
       }),
-    list: async (owner) => (await db.all<EndpointRow>(SQL.list, { owner })).map(toEndpoint),
-    get: async (id, owner) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
-    delete: (id, owner) =>
+    /** The owner's endpoints, oldest first. */
+    list: async (owner: string) => (await db.all<EndpointRow>(SQL.list, { owner })).map(toEndpoint),
+    /** The endpoint, if it exists and belongs to `owner` (any owner's when `owner` is omitted). */
+    get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
+    /** Deletes the endpoint and all of its deliveries, in one transaction, as `get` finds it; `false` when none. */
+    delete: (id: string, owner?: string) =>
       db.transaction(async (tx) => {
         if ((await tx.run(SQL.delete, { id, owner })).changes === 0) return false;
         await tx.run(SQL.deleteDeliveries, { id });
         return true;
       }),
-    // Its pending deliveries fail with it, those a create racing the disabling enqueued too.
-    disable: (id, reason) =>
+    /**
+     * Disables the endpoint: create fans out to it no more, and in the same transaction its pending
+     * deliveries become failed with `disabledError` of its reason. An endpoint already disabled keeps
+     * the time and reason it has (its pending deliveries, enqueued by a create that raced the
+     * disabling, are failed all the same). `undefined` when there is no such endpoint.
+     */
+    disable: (id: string, reason: EndpointDisabledReason) =>
       db.transaction(async (tx) => {
         const endpoint = first((await tx.run<EndpointRow>(SQL.disable, { id, reason })).rows);
         if (endpoint?.disabled)
           await tx.run(SQL.failPending, { id, error: disabledError(endpoint.disabled.reason) });
         return endpoint;
       }),
-    enable: async (id) => first((await db.run<EndpointRow>(SQL.enable, { id })).rows),
-    rotate: async (id, owner, options) =>
+    /** Enables a disabled endpoint again (its failed deliveries stay failed); `undefined` when none. */
+    enable: async (id: string) => first((await db.run<EndpointRow>(SQL.enable, { id })).rows),
+    /**
+     * Makes `secret` (sealed) the endpoint's secret and its current one the previous, signing alongside
+     * for `overlapMs` more (the one before that is dropped); `undefined` when the owner has no such endpoint.
+     */
+    rotate: async (id: string, owner: string, options: { secret: string; overlapMs: number }) =>
       first((await db.run<EndpointRow>(SQL.rotate, { id, owner, ...options })).rows),
-    summaries: async (options) => (await db.all<SummaryRow>(SQL.summaries, options)).map(toSummary),
+    /** Every endpoint (of one owner, when given), oldest first, with pending and failed delivery counts. */
+    summaries: async (options: { owner?: string }) =>
+      (await db.all<SummaryRow>(SQL.summaries, options)).map(toSummary),
   };
 }

@@ -1,6 +1,6 @@
 import { toPlant } from './plants.ts';
 import { type Db, type Params, type Statement, statements, type Time, toDate } from './sql.ts';
-import type { EventLog, StoredEvent } from './store.ts';
+import type { Prune, StoredEvent } from './store.ts';
 
 /** An event as the log keeps it: a deletion keeps only the plant's id. */
 type EventRow = Pick<StoredEvent, 'id' | 'type'> & {
@@ -32,20 +32,37 @@ const SQL = statements('events', {
 });
 
 /**
- * The event log's reads and pruning, the same on both stores; its appends are part of each store's
- * create and delete, and `watch` is the store's own (its commits, or LISTEN/NOTIFY).
+ * Calls `listener` whenever events may have been appended: after this process's commits and, on
+ * PostgreSQL, on every instance's (LISTEN/NOTIFY). Notifications can be missed; the log is the
+ * truth. Returns the function that stops it.
  */
-export function eventLog(db: Db, watch: EventLog['watch']): EventLog {
+export type Watch = (listener: () => void) => () => void;
+
+/**
+ * The log of committed changes, the same on both stores: every create and delete, in commit order,
+ * each with an id greater than every id committed before it (a reader that has seen id n never later
+ * finds a new event below n). An event exists if and only if its change committed: its append is part
+ * of each store's create and delete, and `watch` is the store's own (its commits, or LISTEN/NOTIFY).
+ */
+export function eventLog(db: Db, watch: Watch) {
   const scalar = async (statement: Statement, params?: Params) =>
     (await db.all<{ n: bigint }>(statement, params))[0]!.n;
   return {
-    after: async (after, limit) =>
+    /** Up to `limit` events with ids greater than `after`, ascending. */
+    after: async (after: bigint, limit: number) =>
       (await db.all<EventRow & { created_at: Time }>(SQL.after, { after, limit })).map(toEvent),
+    /** The greatest event id, or 0n when the log is empty (and nothing was ever pruned). */
     head: () => scalar(SQL.head),
+    /** The greatest id pruned so far, 0n when none: a reader resuming below it has missed events. */
     prunedThrough: () => scalar(SQL.prunedThrough),
-    countAfter: async (after, limit) => Number(await scalar(SQL.countAfter, { after, limit })),
-    // The greatest id pruned is recorded in the same transaction (see migration 5).
-    prune: (options) =>
+    /** How many events have ids greater than `after`, counted no further than `limit` (an index scan of at most that). */
+    countAfter: async (after: bigint, limit: number) =>
+      Number(await scalar(SQL.countAfter, { after, limit })),
+    /**
+     * Deletes up to `limit` events older than `olderThanMs`, oldest first; resolves with how many. The
+     * greatest id pruned is recorded in the same transaction (see migration 5).
+     */
+    prune: (options: Prune) =>
       db.transaction(async (tx) => {
         const { rows } = await tx.run<{ id: bigint }>(SQL.prune, options);
         let through = 0n;

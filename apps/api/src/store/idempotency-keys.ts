@@ -1,5 +1,5 @@
 import { type Db, statements } from './sql.ts';
-import type { IdempotencyKeyStore } from './store.ts';
+import type { ClaimOutcome, KeyClaim, Prune } from './store.ts';
 
 type KeyRow = { fingerprint: string; status: number | bigint | null; body: string | null };
 
@@ -29,12 +29,22 @@ const SQL = statements('keys', {
 });
 
 /**
- * The Idempotency-Key table, the same on both stores. A keyed create or delete stores its answer
- * in its own transaction (sqlite/plants.ts, postgres/plants.ts).
+ * The Idempotency-Key table, the same on both stores. Each call commits on its own (a claim is its
+ * own short transaction), so a claim is seen at once by every process sharing the store; the answer
+ * itself is stored by a keyed create or delete in the change's transaction (sqlite/plants.ts,
+ * postgres/plants.ts). Times are the store's clock.
  */
-export function idempotencyKeys(db: Db): IdempotencyKeyStore {
+export function idempotencyKeys(db: Db) {
   return {
-    async claim(options) {
+    /**
+     * Takes `key` for this request when nobody holds it, when its holder claimed it more than
+     * `ttlMs` ago (the key has expired: whatever it was is forgotten), or when its holder has not
+     * completed within `inFlightMs` and the fingerprint is the same (a crashed request's claim).
+     * Otherwise reports what holds it.
+     */
+    async claim(
+      options: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number },
+    ): Promise<ClaimOutcome> {
       // The holder may free the key between the two statements: then claim again.
       for (;;) {
         if ((await db.run(SQL.take, options)).changes === 1) return { state: 'claimed' };
@@ -45,7 +55,9 @@ export function idempotencyKeys(db: Db): IdempotencyKeyStore {
         return { state: 'completed', fingerprint, answer: { status: Number(status), body } };
       }
     },
-    release: async (claim) => void (await db.run(SQL.release, claim)),
-    prune: async (options) => (await db.run(SQL.prune, options)).changes,
+    /** Frees a claim that made no change (the request failed), if this request still holds it. */
+    release: async (claim: KeyClaim) => void (await db.run(SQL.release, claim)),
+    /** Deletes keys claimed more than `olderThanMs` ago (see `Prune`); resolves with how many. */
+    prune: async (options: Prune) => (await db.run(SQL.prune, options)).changes,
   };
 }

@@ -1,24 +1,27 @@
-import { LATEST_VERSION, type Migration, migrations, sqlFor } from './migrations.ts';
+import { LATEST_VERSION, type Migration, migrations } from './migrations.ts';
 import { type Dialect, type Params, type Statement, statements } from './sql.ts';
 import { StoreUnavailableError } from './store.ts';
 
 /** What one store lends the runner. */
 export type MigrationDriver = {
   dialect: Dialect;
-  /** For messages: "SQLite", "PostgreSQL". */
-  label: string;
   /**
    * Runs `work` holding the lock that lets one process migrate a database at a time, with
-   * `schema_migrations` created: others wait, then find nothing left to do.
+   * `schema_migrations` created (`createTable`, on SQLite before the run's transaction): others
+   * wait, then find nothing left to do.
    */
-  locked<T>(work: () => Promise<T>): Promise<T>;
+  locked<T>(createTable: string, work: () => Promise<T>): Promise<T>;
   /** Runs `work` (one version's statements and its record) all or nothing. */
   atomically(work: () => Promise<void>): Promise<void>;
   /** Runs `sql`, which may hold several statements. */
   exec(sql: string): Promise<void>;
-  /** The rows a statement answers. */
   all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
+
+/** What `schema_migrations` records: SQLite keeps `applied_at` as text, PostgreSQL as a time. */
+const CREATE_TABLE = (dialect: Dialect) =>
+  `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${dialect === 'sqlite' ? 'TEXT NOT NULL' : 'TIMESTAMPTZ NOT NULL DEFAULT now()'})`;
+const LABEL = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 
 const SQL = statements('migrations', {
   applied: 'SELECT version FROM schema_migrations',
@@ -47,7 +50,7 @@ export async function migrate(
   { to = LATEST_VERSION }: MigrateOptions = {},
 ): Promise<MigrationResult> {
   if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
-  return driver.locked(async () => {
+  return driver.locked(CREATE_TABLE(driver.dialect), async () => {
     const done = new Set(
       (await driver.all<{ version: number | bigint }>(SQL.applied)).map((row) => Number(row.version)),
     );
@@ -70,13 +73,14 @@ async function run(driver: MigrationDriver, migration: Migration, direction: 'up
   const { version, name } = migration;
   try {
     await driver.atomically(async () => {
-      await driver.exec(sqlFor(migration[direction], driver.dialect));
+      const sql = migration[direction];
+      await driver.exec(typeof sql === 'string' ? sql : sql(driver.dialect));
       const appliedAt = new Date().toISOString();
       await driver.all(direction === 'up' ? SQL.record : SQL.forget, { version, name, appliedAt });
     });
   } catch (cause) {
     if (cause instanceof StoreUnavailableError) throw cause;
     const what = direction === 'up' ? 'migration' : 'reverting migration';
-    throw new Error(`${driver.label} ${what} ${version} (${name}) failed`, { cause });
+    throw new Error(`${LABEL[driver.dialect]} ${what} ${version} (${name}) failed`, { cause });
   }
 }

@@ -40,7 +40,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 2,
     name: 'create webhook deliveries',
-    // The webhook outbox (see DeliveryOutbox in store.ts). `id` is the `webhook-id`; `payload` is
+    // The webhook outbox (see deliveries.ts). `id` is the `webhook-id`; `payload` is
     // TEXT, not JSONB, so every attempt sends (and signs) the same bytes. While an attempt runs,
     // `next_attempt_at` is its lease's end: a claim pushes it forward, so one due-index serves both.
     up: (dialect) => `
@@ -97,7 +97,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 5,
     name: 'create plant events',
-    // The event log (EventLog in store.ts): one row per committed create or delete, written in the
+    // The event log (events.ts): one row per committed create or delete, written in the
     // change's own transaction. `id` only grows: SQLite's AUTOINCREMENT never reuses one, and on
     // PostgreSQL writers take a transaction-scoped advisory lock before they draw one, so ids also
     // commit in order and a reader that has seen id n has seen every committed id below it.
@@ -235,8 +235,3 @@ export const migrations: readonly Migration[] = [
 
 /** The newest schema version. */
 export const LATEST_VERSION = migrations.at(-1)!.version;
-
-/** The SQL of `sql` in `dialect`. */
-export function sqlFor(sql: Sql, dialect: Dialect): string {
-  return typeof sql === 'string' ? sql : sql(dialect);
-}

@@ -1,14 +1,13 @@
 import { deliveryOutbox } from './deliveries.ts';
 import { webhookEndpoints } from './endpoints.ts';
-import { eventLog } from './events.ts';
+import { eventLog, type Watch } from './events.ts';
 import { idempotencyKeys } from './idempotency-keys.ts';
 import { getPlant } from './plants.ts';
 import type { Db } from './sql.ts';
-import type { EventLog, PlantStore } from './store.ts';
 import { tokenStore } from './tokens.ts';
 
 /** What both stores share of `PlantStore`, over their engine's `Db` and `watch`. */
-export function sharedParts(db: Db, watch: EventLog['watch']) {
+export function sharedParts(db: Db, watch: Watch) {
   return {
     get: getPlant(db),
     events: eventLog(db, watch),
@@ -16,5 +15,5 @@ export function sharedParts(db: Db, watch: EventLog['watch']) {
     tokens: tokenStore(db),
     idempotencyKeys: idempotencyKeys(db),
     webhookEndpoints: webhookEndpoints(db),
-  } satisfies Partial<PlantStore>;
+  };
 }

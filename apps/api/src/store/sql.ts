@@ -1,4 +1,3 @@
-/** The SQL dialects the stores speak. */
 export type Dialect = 'sqlite' | 'postgres';
 
 /** A statement in one dialect: its text, and the names of the parameters it binds, in order. */
@@ -60,7 +59,6 @@ export function sql(name: string, text: string): Statement {
   return statement;
 }
 
-/** Every statement defined so far, by name. */
 export const registered = new Map<string, Statement>();
 const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{skip locked\}|\{seq\}|\{json @(\w+)\}|@(\w+)/g;
 
@@ -84,6 +82,10 @@ function compile(text: string, dialect: Dialect): Compiled {
   });
   return { text: compiled, names };
 }
+
+/** The values `compiled` binds, in order, from `params` (a missing one is NULL; SQLite's `{now}` is `now`). */
+export const bind = ({ names }: Compiled, params: Params, now?: number) =>
+  names.map((name) => (name === 'now' && now !== undefined ? now : (params[name] ?? null)));
 
 /** A point in time as the stores read it: SQLite keeps milliseconds since the epoch, PostgreSQL a Date. */
 export type Time = Date | bigint;

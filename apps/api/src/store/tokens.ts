@@ -1,7 +1,6 @@
-import { parseScopes } from '../scopes.ts';
+import { parseScopes, type Scope } from '../scopes.ts';
 import { disableOwnedBy } from './endpoints.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
-import type { TokenStore } from './store.ts';
 
 type TokenRow = { name: string; digest: string; scopes: string; created_at: Time; revoked_at: Time | null };
 
@@ -14,16 +13,30 @@ const SQL = statements('tokens', {
   revoke: 'UPDATE api_tokens SET revoked_at = {now} WHERE name = @name AND revoked_at IS NULL',
 });
 
-/** Issued tokens, the same on both stores; scopes are kept as a comma-separated list. */
-export function tokenStore(db: Db): TokenStore {
+/** An issued bearer token as the store keeps it: never the secret, only its SHA-256 digest (hex). */
+export type StoredToken = { name: string; digest: string; scopes: Scope[] };
+
+/**
+ * Bearer tokens issued with `main.js token create`, the same on both stores; scopes are kept as a
+ * comma-separated list.
+ */
+export function tokenStore(db: Db) {
   return {
-    create: async (token) =>
+    /** Adds a token. Resolves `false` when a token of that name exists (revoked ones keep their name). */
+    create: async (token: StoredToken) =>
       (await db.run(SQL.create, { ...token, scopes: token.scopes.join(',') })).changes === 1,
-    revoke: (name) =>
+    /**
+     * Revokes the active token of that name and, in the same transaction, disables its webhook
+     * endpoints (`token_revoked`, their pending deliveries failed, as `WebhookEndpointStore.disable`
+     * does). Resolves with how many endpoints it disabled, `undefined` when there is no active token
+     * of that name (and then nothing changed).
+     */
+    revoke: (name: string) =>
       db.transaction(async (tx) => {
         if ((await tx.run(SQL.revoke, { name })).changes === 0) return undefined;
         return { endpointsDisabled: await disableOwnedBy(tx, name) };
       }),
+    /** Every token, revoked ones included, by name. */
     list: async () =>
       (await db.all<TokenRow>(SQL.list)).map((row) => ({
         name: row.name,
@@ -31,7 +44,8 @@ export function tokenStore(db: Db): TokenStore {
         createdAt: toDate(row.created_at),
         revokedAt: row.revoked_at === null ? undefined : toDate(row.revoked_at),
       })),
-    active: async () =>
+    /** The tokens that are not revoked, for verifiers. */
+    active: async (): Promise<StoredToken[]> =>
       (await db.all<TokenRow>(SQL.active)).map((row) => ({ ...row, scopes: parseScopes(row.scopes) })),
   };
 }

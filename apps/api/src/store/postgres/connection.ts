@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { StoreConfig } from '../../config.ts';
-import { type Db, type Params, type Result, type Statement, statements, type Tx } from '../sql.ts';
+import { bind, type Db, type Params, type Result, type Statement, statements, type Tx } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 
 /** `DATABASE_URL`, `DATABASE_POOL_SIZE` and `DATABASE_TIMEOUT_MS` (see `StoreConfig`). */
@@ -71,12 +71,11 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
       throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
     }
     const run = async <R>({ name, postgres }: Statement, params: Params = {}): Promise<Result<R>> => {
-      const values = postgres.names.map((key) => params[key] ?? null);
       const timeout = Math.max(1, Math.ceil(deadline - performance.now()));
       const { rows, rowCount } = await client.query({
         name,
         text: postgres.text,
-        values,
+        values: bind(postgres, params),
         query_timeout: timeout,
       } as pg.QueryConfig);
       return { rows, changes: rowCount ?? 0 };

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { EventLog } from '../store.ts';
+import type { PostgresStoreOptions } from './connection.ts';
 
 /** How long to wait before connecting again after the LISTEN connection is lost. */
 const RECONNECT_MS = 500;
@@ -14,11 +15,7 @@ export function notifications({
   url,
   channel,
   timeoutMs,
-}: {
-  url: string;
-  channel: string;
-  timeoutMs: number;
-}) {
+}: Pick<PostgresStoreOptions, 'url' | 'timeoutMs'> & { channel: string }) {
   const listeners = new Set<() => void>();
   const notify = () => {
     for (const listener of listeners) listener();

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from '../migrate.ts';
+import { bind } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { APPLICATION_NAME, type PostgresStoreOptions, toStoreError } from './connection.ts';
 
@@ -36,8 +37,7 @@ export async function migratePostgres({
   return migrate(
     {
       dialect: 'postgres',
-      label: 'PostgreSQL',
-      async locked(work) {
+      async locked(createTable, work) {
         try {
           await client.connect();
         } catch (cause) {
@@ -46,9 +46,7 @@ export async function migratePostgres({
         }
         try {
           await run('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-          await run(
-            'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-          );
+          await run(createTable);
           return await work();
         } finally {
           // Ending the session releases the advisory lock too.
@@ -66,16 +64,8 @@ export async function migratePostgres({
           throw error;
         }
       },
-      exec: async (sql) => {
-        await run(sql);
-      },
-      all: async ({ postgres }, params = {}) =>
-        (
-          await run(
-            postgres.text,
-            postgres.names.map((name) => params[name] ?? null),
-          )
-        ).rows,
+      exec: async (sql) => void (await run(sql)),
+      all: async ({ postgres }, params = {}) => (await run(postgres.text, bind(postgres, params))).rows,
     },
     { to },
   );

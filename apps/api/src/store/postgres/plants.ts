@@ -146,8 +146,7 @@ export function postgresPlants(
   /** Rejects with `KeyClaimLostError`, having changed nothing, when the request no longer holds the key. */
   async function keyedChange(statement: Statement, params: Params): Promise<boolean> {
     const { rows } = await exec<{ held: bigint; changed: bigint }>(statement, params);
-    if (Number(rows[0]!.held) === 0)
-      throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    if (Number(rows[0]!.held) === 0) throw new KeyClaimLostError();
     return Number(rows[0]!.changed) === 1;
   }
 

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Params, Result, Statement } from '../sql.ts';
+import { bind, type Params, type Result, type Statement } from '../sql.ts';
 
 export type Connection = Database.Database;
 
@@ -35,9 +35,9 @@ export function openDatabase(path: string, synchronous: 'NORMAL' | 'FULL'): Conn
 export function executor(db: Connection) {
   const prepared = new Map<Statement, Database.Statement>();
   return <R = unknown>(statement: Statement, params: Params = {}, now?: number): Result<R> => {
-    const { text, names } = statement.sqlite;
-    const prepare = prepared.get(statement) ?? prepared.set(statement, db.prepare(text)).get(statement)!;
-    const values = names.map((name) => (name === 'now' ? (now ?? Date.now()) : (params[name] ?? null)));
+    const prepare =
+      prepared.get(statement) ?? prepared.set(statement, db.prepare(statement.sqlite.text)).get(statement)!;
+    const values = bind(statement.sqlite, params, now ?? Date.now());
     if (!prepare.reader) return { rows: [], changes: prepare.run(...values).changes };
     const rows = prepare.all(...values) as R[];
     return { rows, changes: rows.length };

@@ -11,11 +11,8 @@ export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise
   const execute = executor(db);
   const driver: MigrationDriver = {
     dialect: 'sqlite',
-    label: 'SQLite',
-    async locked(work) {
-      db.exec(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-      );
+    async locked(createTable, work) {
+      db.exec(createTable);
       db.exec('BEGIN IMMEDIATE');
       try {
         const result = await work();
@@ -27,9 +24,7 @@ export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise
       }
     },
     atomically: (work) => work(),
-    exec: async (sql) => {
-      db.exec(sql);
-    },
+    exec: async (sql) => void db.exec(sql),
     all: async <R>(statement: Statement, params?: Params) => execute<R>(statement, params).rows,
   };
   return migrate(driver, options);

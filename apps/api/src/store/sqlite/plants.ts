@@ -54,8 +54,7 @@ export function sqlitePlants(
       if (made && answer) tx.exec(SQL.complete, answer);
       return made;
     }, true);
-    if (changed === CLAIM_LOST)
-      throw new KeyClaimLostError('the Idempotency-Key was claimed by another request');
+    if (changed === CLAIM_LOST) throw new KeyClaimLostError();
     return changed;
   }
 
