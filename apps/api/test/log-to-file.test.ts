@@ -3,7 +3,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { START_NODE_ARGS } from './support/api-process.ts';
+import { apiProcessEnv, START_NODE_ARGS } from './support/api-process.ts';
 
 const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const TOKEN = 'plant-store-test-token';
@@ -29,14 +29,7 @@ describe('the built api logging to a file', () => {
     const file = join(dir, 'api.log');
     const out = openSync(file, 'w');
     child = spawn(process.execPath, [...START_NODE_ARGS, MAIN], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        NODE_ENV: 'production',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: `file:${join(dir, 'plants.db')}`,
-        API_TOKENS: TOKEN,
-      },
+      env: { ...apiProcessEnv(dir), API_TOKENS: TOKEN },
       stdio: ['ignore', out, 'inherit'],
     });
     closeSync(out);
