@@ -218,14 +218,23 @@ const POSTGRES_DISABLED_ENDPOINTS = [
 const withDisabledEndpoints = (lines: string[]) =>
   lines.map((line) => (line.startsWith('table webhook_endpoints:') ? SQLITE_DISABLED_ENDPOINTS : line));
 
+/** What version 11 (the deliveries' trace context) adds: a column (SQLite shows it in the table's text). */
+const withTraceContext = (lines: string[]) =>
+  lines.map((line) =>
+    line.startsWith('table webhook_deliveries:') ? line.replace(/\)$/, ', trace_context TEXT)') : line,
+  );
+const POSTGRES_TRACE_CONTEXT = ['column webhook_deliveries.trace_context: text null default -'];
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: withDisabledEndpoints([
-    ...unchanged(SQLITE_RELEASED),
-    ...SQLITE_EVENT_LOG,
-    ...SQLITE_ENDPOINTS,
-    ...SQLITE_FAILED_AT,
-  ]).sort(),
+  current: withTraceContext(
+    withDisabledEndpoints([
+      ...unchanged(SQLITE_RELEASED),
+      ...SQLITE_EVENT_LOG,
+      ...SQLITE_ENDPOINTS,
+      ...SQLITE_FAILED_AT,
+    ]),
+  ).sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -261,6 +270,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_ENDPOINTS,
     ...POSTGRES_FAILED_AT,
     ...POSTGRES_DISABLED_ENDPOINTS,
+    ...POSTGRES_TRACE_CONTEXT,
   ].sort(),
   async open() {
     const store = await postgresTestStore.setup();

@@ -1,4 +1,5 @@
 import type { NewPlant } from '@plant-store/schema';
+import { currentTraceparent } from '../../tracing/commit.ts';
 import { groupCommit } from '../group-commit.ts';
 import { type PlantRow, pageStart, toPlant } from '../plants.ts';
 import { type Params, type Statement, statements } from '../sql.ts';
@@ -42,14 +43,14 @@ const created = (guard: string) => `
   created AS (INSERT INTO plants (id, name, tag)
     SELECT * FROM unnest(@ids::int8[], @names::text[], @tags::text[]) WHERE ${guard}
     ON CONFLICT (id) DO NOTHING RETURNING id, name, tag),
-  enqueued AS (INSERT INTO webhook_deliveries (id, url, payload)
-    SELECT delivery.id, delivery.url, delivery.payload
-    FROM unnest(@deliveryPlants::int8[], @deliveryIds::text[], @urls::text[], @payloads::text[])
-      AS delivery (plant_id, id, url, payload)
+  enqueued AS (INSERT INTO webhook_deliveries (id, url, payload, trace_context)
+    SELECT delivery.id, delivery.url, delivery.payload, delivery.trace_context
+    FROM unnest(@deliveryPlants::int8[], @deliveryIds::text[], @urls::text[], @payloads::text[], @deliveryTraces::text[])
+      AS delivery (plant_id, id, url, payload, trace_context)
     JOIN created ON created.id = delivery.plant_id),
-  fanned_out AS (INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
-    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), endpoint.id, endpoint.url, 'plant.created', p.payload
-    FROM unnest(@fanning::int8[], @endpointPayloads::text[]) AS p (plant_id, payload)
+  fanned_out AS (INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context)
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), endpoint.id, endpoint.url, 'plant.created', p.payload, p.trace_context
+    FROM unnest(@fanning::int8[], @endpointPayloads::text[], @fanningTraces::text[]) AS p (plant_id, payload, trace_context)
     JOIN created ON created.id = p.plant_id CROSS JOIN webhook_endpoints AS endpoint
     WHERE endpoint.disabled_at IS NULL)`;
 const deleted = (guard: string) => `
@@ -107,6 +108,8 @@ type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
   endpointPayload?: string | undefined;
+  /** The create's `traceparent`, only when it was traced (`currentTraceparent`). */
+  traceContext?: string | undefined;
   resolve(inserted: boolean): void;
   reject(error: unknown): void;
 };
@@ -131,6 +134,11 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
     payloads: deliveries.map((delivery) => delivery.payload),
     fanning: fanning.map((entry) => entry.plant.id),
     endpointPayloads: fanning.map((entry) => entry.endpointPayload),
+    // Untraced, none: unnest reads the NULL arrays as NULL in every row.
+    ...(creates.some((entry) => entry.traceContext) && {
+      deliveryTraces: creates.flatMap(({ outbox, traceContext }) => outbox.map(() => traceContext)),
+      fanningTraces: fanning.map((entry) => entry.traceContext),
+    }),
   };
 }
 
@@ -166,30 +174,38 @@ export function postgresPlants(
         for (const entry of batch)
           entry.resolve(firsts.get(entry.plant.id) === entry && inserted.has(entry.plant.id));
       } catch (error) {
-        if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        if (batch.length === 1 || error instanceof StoreUnavailableError)
           for (const entry of batch) entry.reject(error);
-          return;
-        }
         // The server refused one of the plants: each goes again on its own, so only that one fails.
-        await Promise.all(
-          batch.map((entry) =>
-            insert([entry]).then((inserted) => entry.resolve(inserted.has(entry.plant.id)), entry.reject),
-          ),
-        );
+        else
+          await Promise.all(
+            batch.map((entry) =>
+              insert([entry]).then((inserted) => entry.resolve(inserted.has(entry.plant.id)), entry.reject),
+            ),
+          );
+        // The batch's own statement failed (its span says so), whatever became of its creates.
+        throw error;
       }
     },
-    { concurrency: poolSize, max: MAX_BATCH },
+    { system: 'postgresql', concurrency: poolSize, max: MAX_BATCH },
   );
 
   return {
-    create: (plant, outbox = [], answer, endpointPayload) =>
-      call(() =>
+    create(plant, outbox = [], answer, endpointPayload) {
+      const traceContext = currentTraceparent();
+      return call(() =>
         answer
-          ? keyedChange(SQL.createKeyed, { ...answer, ...creations([{ plant, outbox, endpointPayload }]) })
-          : new Promise<boolean>((resolve, reject) =>
-              creates.push({ plant, outbox, endpointPayload, resolve, reject }),
-            ),
-      ),
+          ? keyedChange(SQL.createKeyed, {
+              ...answer,
+              ...creations([{ plant, outbox, endpointPayload, traceContext }]),
+            })
+          : new Promise<boolean>((resolve, reject) => {
+              const entry: PendingCreate = { plant, outbox, endpointPayload, resolve, reject };
+              if (traceContext) entry.traceContext = traceContext;
+              creates.push(entry);
+            }),
+      );
+    },
     delete: (id, answer) =>
       call(async () =>
         answer

@@ -1,4 +1,5 @@
 import type { PlantWithId } from '@plant-store/schema';
+import { currentTraceparent } from '../../tracing/commit.ts';
 import { type PlantRow, pageStart, toPlant } from '../plants.ts';
 import { statements } from '../sql.ts';
 import {
@@ -17,12 +18,12 @@ const SQL = statements('sqlite.plants', {
   created: `INSERT INTO plant_events (type, plant_id, name, tag, created_at)
     VALUES ('plant.created', @id, @name, @tag, {now})`,
   deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
-  enqueue: `INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at)
-    VALUES (@id, @url, @payload, {now}, {now}, {now})`,
+  enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
+    VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
   // One delivery per enabled endpoint, as the table holds them in this transaction.
   fanOut: `
-    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
-    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, 'plant.created', @payload, {now}, {now}, {now}
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
+    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, 'plant.created', @payload, @traceContext, {now}, {now}, {now}
     FROM webhook_endpoints WHERE disabled_at IS NULL`,
   holds: `SELECT 1 AS one FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL`,
@@ -75,14 +76,17 @@ export function sqlitePlants(
     .pluck(true);
 
   return {
-    create: (plant, outbox = [], answer, endpointPayload) =>
-      change(answer, (tx) => {
+    create(plant, outbox = [], answer, endpointPayload) {
+      const traceContext = currentTraceparent();
+      return change(answer, (tx) => {
         if (tx.exec(SQL.insert, plant).changes === 0) return false;
         tx.exec(SQL.created, plant);
-        for (const delivery of outbox) tx.exec(SQL.enqueue, delivery);
-        if (endpointPayload !== undefined) tx.exec(SQL.fanOut, { payload: endpointPayload });
+        for (const delivery of outbox)
+          tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
+        if (endpointPayload !== undefined) tx.exec(SQL.fanOut, { payload: endpointPayload, traceContext });
         return true;
-      }),
+      });
+    },
     delete: (id, answer) =>
       change(answer, (tx) => {
         if (tx.exec(SQL.delete, { id }).changes === 0) return false;
