@@ -119,7 +119,12 @@ function send({ method, path, body }, to = port) {
         );
       },
     );
-    request.on('error', reject);
+    request.on('error', (error) => {
+      // The server closed a kept-alive connection as this request went out on it (a slow server
+      // under valgrind outlives its keep-alive timeout): sent again on a new one.
+      if (request.reusedSocket && error.code === 'ECONNRESET') resolve(send({ method, path, body }, to));
+      else reject(error);
+    });
     request.end(body);
   });
 }
