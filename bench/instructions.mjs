@@ -3,7 +3,10 @@
 // For comparing two builds of the api (a dependency patched or not, a code path or another), in
 // alternation and several runs each; not for absolute speed (one request at a time, no batching).
 //
-//   node bench/instructions.mjs <rest|trpc|trpc-batch|get> [requests] [warm-up requests]
+//   node bench/instructions.mjs <rest|trpc|trpc-batch|get|webhook> [requests] [warm-up requests]
+//
+// `webhook`: `rest` with one subscriber (bench/receiver.mjs); the count runs until the receiver has
+// every measured create's delivery and its outcome is written, so it is a create plus its delivery.
 //
 // Starts the built api (BENCH_API_MAIN, default apps/api/dist/main.js) under callgrind with
 // instrumentation off, sends the warm-up requests (and, for `get`, creates the plants it reads),
@@ -26,10 +29,18 @@ const CONCURRENCY = Number(process.env.BENCH_INSTRUCTIONS_CONNECTIONS ?? 1);
 const BATCH = 10;
 const TOKEN = 'instructions-bench-token';
 const main = resolve(process.env.BENCH_API_MAIN ?? API_MAIN);
+const WEBHOOK = scenario === 'webhook';
 
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'));
 const port = 20_000 + Math.floor(Math.random() * 20_000);
 const out = join(dir, 'callgrind.out');
+const receiverPort = port + 1;
+const receiver =
+  WEBHOOK &&
+  spawn(process.execPath, [resolve(import.meta.dirname, 'receiver.mjs')], {
+    stdio: 'ignore',
+    env: { PATH: process.env.PATH, PORT: String(receiverPort) },
+  });
 const server = spawn(
   'valgrind',
   [
@@ -65,6 +76,19 @@ const server = spawn(
       WEBHOOK_POLL_INTERVAL_MS: '600000',
       EVENTS_POLL_MS: '60000',
       TOKEN_REFRESH_MS: '3600000',
+      // BENCH_API_ENV: more of the api's environment, as NAME=value pairs (e.g. LOG_LEVEL=warn).
+      ...Object.fromEntries(
+        (process.env.BENCH_API_ENV ?? '')
+          .split(/\s+/)
+          .filter(Boolean)
+          .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      ),
+      ...(WEBHOOK && {
+        WEBHOOK_URLS: `http://127.0.0.1:${receiverPort}/hook`,
+        WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
+        // Deliveries are claimed by polls: one a second costs little beside the creates.
+        WEBHOOK_POLL_INTERVAL_MS: '1000',
+      }),
     },
   },
 );
@@ -76,23 +100,31 @@ server.stderr.on('data', (chunk) => {
 const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 let counter = 0;
 
-function send({ method, path, body }) {
+function send({ method, path, body }, to = port) {
   return new Promise((resolve, reject) => {
     const headers = { authorization: `Bearer ${TOKEN}` };
     if (body !== undefined) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = Buffer.byteLength(body);
     }
-    const request = http.request({ host: '127.0.0.1', port, method, path, headers, agent }, (response) => {
-      let text = '';
-      response.on('data', (chunk) => {
-        text += chunk;
-      });
-      response.on('end', () =>
-        response.statusCode === 200 ? resolve(text) : reject(new Error(`${response.statusCode} ${text}`)),
-      );
+    const request = http.request(
+      { host: '127.0.0.1', port: to, method, path, headers, agent },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk) => {
+          text += chunk;
+        });
+        response.on('end', () =>
+          response.statusCode === 200 ? resolve(text) : reject(new Error(`${response.statusCode} ${text}`)),
+        );
+      },
+    );
+    request.on('error', (error) => {
+      // The server closed a kept-alive connection as this request went out on it (a slow server
+      // under valgrind outlives its keep-alive timeout): sent again on a new one.
+      if (request.reusedSocket && error.code === 'ECONNRESET') resolve(send({ method, path, body }, to));
+      else reject(error);
     });
-    request.on('error', reject);
     request.end(body);
   });
 }
@@ -111,6 +143,20 @@ async function run(count, request = next) {
       while (left-- > 0) await send(request());
     }),
   );
+}
+
+/** Waits until the receiver has `count` deliveries, then for their outcomes' write. */
+async function delivered(count) {
+  if (!WEBHOOK) return;
+  for (let i = 0; i < 1200; i++) {
+    const { received } = JSON.parse(await send({ method: 'GET', path: '/count' }, receiverPort));
+    if (received >= count) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the deliveries did not arrive');
 }
 
 async function ready() {
@@ -154,8 +200,10 @@ try {
     await run(1000, () => ({ method: 'POST', path: '/plants', body: restBody(++id) }));
   }
   await run(warmup);
+  await delivered(warmup);
   callgrindControl('-i', 'on');
   await run(requests);
+  await delivered(warmup + requests);
   callgrindControl('-d');
   const text = await dumped();
   const total = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1]);
@@ -170,6 +218,7 @@ try {
   );
 } finally {
   agent.destroy();
+  if (receiver) receiver.kill('SIGKILL');
   server.kill('SIGKILL');
   await new Promise((resolve) => server.once('close', resolve));
   // vgdb's pipes of a killed process stay behind.

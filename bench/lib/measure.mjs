@@ -1,7 +1,7 @@
 // One measured run: start a server, check one request, warm up, measure, stop, inspect (peak RSS,
 // CPU, the rows in the store, the server's log). Every scenario measures through this.
 
-import { mb, round3 } from './format.mjs';
+import { mb, round1, round3 } from './format.mjs';
 import { scanLog } from './server-log.mjs';
 import { TOKEN } from './session.mjs';
 import { processStats, runLoad, sampleMemory, send, spawnServer } from './system.mjs';
@@ -95,6 +95,11 @@ export async function measureRun(
       endRssMb: samples.length ? mb(samples[samples.length - 1].rssKb) : null,
       rssSamples: keepSamples ? samples.map((s) => ({ t: s.t, mb: mb(s.rssKb) })) : undefined,
       serverCpu: Number.isFinite(cpuEnd - cpuStart) ? round3((cpuEnd - cpuStart) / wall) : null,
+      // What carries over between machines of different speeds, beside req/s: CPU time a request.
+      serverCpuUsPerRequest:
+        Number.isFinite(cpuEnd - cpuStart) && result.reqPerSec > 0
+          ? round1(((cpuEnd - cpuStart) * 1e6) / (result.reqPerSec * wall))
+          : null,
       serverExit: exit,
       serverLog: log,
       acked,

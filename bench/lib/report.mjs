@@ -65,11 +65,12 @@ export function renderMarkdown(report) {
     );
     const rows = Object.entries(c).map(([name, r]) =>
       r.runs === 0
-        ? failedRow(r.title ?? name, 14, r.error)
+        ? failedRow(r.title ?? name, 15, r.error)
         : [
             r.title ?? name,
             r.against === name ? '—' : r.against,
             int(r.reqPerSec),
+            num(r.serverCpuUsPerRequest),
             int(r.createsPerSec),
             x(r.vsBaseline),
             ms(r.p50),
@@ -86,6 +87,7 @@ export function renderMarkdown(report) {
           'scenario',
           'against',
           'req/s',
+          'server CPU µs/req',
           'creates/s (reads: 200s/s)',
           '× its baseline',
           'p50 ms',

@@ -80,6 +80,7 @@ export function summarize(name, runs, kind = 'api') {
     statusCodes: mergeCounts(ok.map((run) => run.statusCodes)),
     peakRssMb: max(ok.map((run) => run.peakRssMb)),
     serverCpu: median(ok.map((run) => run.serverCpu)),
+    serverCpuUsPerRequest: median(ok.map((run) => run.serverCpuUsPerRequest)),
     loadCpu,
     perRun: ok.map((run) => Math.round(run.createsPerSec)),
     acked: sum(ok.map((run) => run.acked)),

@@ -5,6 +5,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { TokenVerifier } from './auth.ts';
 import { loadConfig } from './config.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
+import { createHeavyReads } from './heavy-reads.ts';
 import { authMiddleware } from './http/auth.ts';
 import { authFailureMiddleware } from './http/auth-failures.ts';
 import { corsMiddleware } from './http/cors.ts';
@@ -13,12 +14,12 @@ import { errorMiddleware } from './http/errors.ts';
 import { healthMiddleware } from './http/health.ts';
 import { metricsMiddleware } from './http/metrics.ts';
 import { observeMiddleware } from './http/observe.ts';
+import { ownPaths } from './http/own-paths.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
 import { traceMiddleware } from './http/trace.ts';
 import { trpcAdapter } from './http/trpc.ts';
 import { webAppMiddleware } from './http/web-app.ts';
-import { createHeavyReads } from './heavy-reads.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import type { PlantStore } from './store/store.ts';
@@ -103,12 +104,17 @@ export function createApp(options: AppOptions): Koa {
   app.use(errorMiddleware(log));
   if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
   app.use(authMiddleware(verifier));
-  app.use(async (ctx, next) => {
-    if (ctx.path !== '/openapi.json' || ctx.method !== 'GET') return next();
-    ctx.state.route = ctx.path;
-    ctx.type = 'application/json';
-    ctx.body = await openApiJson();
-  });
+  app.use(
+    ownPaths(
+      (path) => path === '/openapi.json',
+      async (ctx, next) => {
+        if (ctx.method !== 'GET') return next();
+        ctx.state.route = ctx.path;
+        ctx.type = 'application/json';
+        ctx.body = await openApiJson();
+      },
+    ),
+  );
   app.use(docsMiddleware());
   app.use(webAppMiddleware(options.webAppDir));
   app.use(healthMiddleware(store));

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
+import { ownPaths } from './own-paths.ts';
 
 /**
  * The page may load only what this server serves: scripts and styles from files (no inline code,
@@ -107,11 +108,12 @@ export function docsMiddleware(): Middleware {
     return found;
   };
 
-  return async (ctx, next) => {
-    const name = ctx.path.startsWith('/docs/') ? ctx.path.slice('/docs/'.length) : undefined;
+  const assetName = (path: string) => (path.startsWith('/docs/') ? path.slice('/docs/'.length) : undefined);
+  const owns = (path: string) => own.has(path) || path === '/docs/' || ASSET_TYPES.has(assetName(path) ?? '');
+  return ownPaths(owns, async (ctx) => {
+    const name = assetName(ctx.path);
     const type = name === undefined ? undefined : ASSET_TYPES.get(name);
     const page = own.get(ctx.path);
-    if (page === undefined && type === undefined && ctx.path !== '/docs/') return next();
     // A fixed, small set of paths: each is its own route in logs and metrics.
     ctx.state.route = ctx.path;
     if (ctx.path === '/docs/') return ctx.redirect('../docs');
@@ -134,7 +136,7 @@ export function docsMiddleware(): Middleware {
       return;
     }
     ctx.body = served.body;
-  };
+  });
 }
 
 function asset(body: Buffer | string, type: string): Asset {

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
 import { storeCall } from '../operation.ts';
 import type { PlantStore } from '../store/store.ts';
+import { ownPaths } from './own-paths.ts';
 
 const OK = JSON.stringify({ status: 'ok' });
 
@@ -17,16 +18,18 @@ export const READINESS_INTERVAL_MS = 1_000;
  */
 export function healthMiddleware(store: PlantStore): Middleware {
   const ping = sharedCall(() => store.ping(), READINESS_INTERVAL_MS);
-  return async (ctx, next) => {
-    if (ctx.path !== '/healthz' && ctx.path !== '/readyz') return next();
-    ctx.state.route = ctx.path;
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
-    }
-    if (ctx.path === '/readyz') await storeCall(ping);
-    ctx.type = 'application/json';
-    ctx.body = OK;
-  };
+  return ownPaths(
+    (path) => path === '/healthz' || path === '/readyz',
+    async (ctx) => {
+      ctx.state.route = ctx.path;
+      if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+        throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
+      }
+      if (ctx.path === '/readyz') await storeCall(ping);
+      ctx.type = 'application/json';
+      ctx.body = OK;
+    },
+  );
 }
 
 /**

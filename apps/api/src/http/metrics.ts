@@ -2,20 +2,23 @@ import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { authorize } from '../operation.ts';
+import { ownPaths } from './own-paths.ts';
 
 /**
  * `GET /metrics` in Prometheus text format, for a token with the `metrics` scope (scrapers send it
  * as a bearer token): it names every token, so a `read` token gets 403.
  */
 export function metricsMiddleware(metrics: Metrics): Middleware {
-  return async (ctx, next) => {
-    if (ctx.path !== '/metrics') return next();
-    ctx.state.route = ctx.path;
-    if (ctx.method !== 'GET') {
-      throw methodNotAllowed(ctx.method, ['GET']);
-    }
-    authorize(ctx.state.auth, 'metrics');
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
-  };
+  return ownPaths(
+    (path) => path === '/metrics',
+    async (ctx) => {
+      ctx.state.route = ctx.path;
+      if (ctx.method !== 'GET') {
+        throw methodNotAllowed(ctx.method, ['GET']);
+      }
+      authorize(ctx.state.auth, 'metrics');
+      ctx.type = metrics.registry.contentType;
+      ctx.body = await metrics.registry.metrics();
+    },
+  );
 }

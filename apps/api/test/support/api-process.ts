@@ -35,6 +35,17 @@ export function runApiCommand(args: string[], env: Record<string, string> = {}) 
   });
 }
 
+/** The environment the built api runs with in tests: production, an ephemeral loopback port, SQLite in `dataDir`. */
+export function apiProcessEnv(dataDir: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'production',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: `file:${join(dataDir, 'plants.db')}`,
+  };
+}
+
 /**
  * Starts the built api (`dist/main.js`, as `pnpm start` runs it, with its heap cap) as a real
  * process on an ephemeral loopback port, and resolves once it logs that it is listening. For tests
@@ -52,11 +63,7 @@ export async function startApiProcess(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'plant-store-'));
   const child = spawn(process.execPath, [...START_NODE_ARGS, MAIN], {
     env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: `file:${join(dataDir, 'plants.db')}`,
+      ...apiProcessEnv(dataDir),
       ...(options.token !== null && { API_TOKENS: options.token ?? 'plant-store-test-token' }),
       ...options.env,
     },
