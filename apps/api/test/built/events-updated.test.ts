@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { JSON_HEADERS, postPlant, send } from './support/http.ts';
-import { openSse, type SseStream } from './support/sse.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { JSON_HEADERS, postPlant, send } from '../support/http.ts';
+import { openSse, type SseStream } from '../support/sse.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const PATCH_HEADERS = { ...JSON_HEADERS, 'content-type': 'application/merge-patch+json' };
 

@@ -3,9 +3,9 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiProcessEnv, START_NODE_ARGS } from './support/api-process.ts';
+import { apiProcessEnv, START_NODE_ARGS } from '../support/api-process.ts';
 
-const MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const TOKEN = 'plant-store-test-token';
 
 type Line = { msg: string; reqId?: string; url?: string; status?: number; route?: string };

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ApiProcess, startApiProcess } from './support/api-process.ts';
-import { errorBody, postPlant, send, TOKEN } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
-import { FAST } from './support/webhook-fixtures.ts';
-import { newWebhookSecret, type Receiver, startReceiver } from './support/webhook-receiver.ts';
+import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { errorBody, postPlant, send, TOKEN } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
+import { FAST } from '../support/webhook-fixtures.ts';
+import { newWebhookSecret, type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const MERGE_PATCH = { ...HEADERS, 'content-type': 'application/merge-patch+json' };

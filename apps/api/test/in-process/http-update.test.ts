@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import type { RunningApi } from './support/in-process.ts';
-import { errorBody, JSON_HEADERS, postPlant, send, TOKEN } from './support/http.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import type { RunningApi } from '../support/in-process.ts';
+import { errorBody, JSON_HEADERS, postPlant, send, TOKEN } from '../support/http.ts';
+import { type TestStoreInstance, testStores } from '../support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const MERGE_PATCH = { ...AUTH, 'content-type': 'application/merge-patch+json' };

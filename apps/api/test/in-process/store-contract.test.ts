@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NewPlant } from '@plant-store/schema';
-import type { PlantPage } from '../src/store/store.ts';
+import type { PlantPage } from '../../src/store/store.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { openStore } from '../../src/store/open-store.ts';

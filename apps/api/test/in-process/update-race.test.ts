@@ -1,14 +1,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiOnStore } from './support/api-on-store.ts';
-import { type RunningApi, startInProcess } from './support/in-process.ts';
-import { postPlant, send, TOKEN } from './support/http.ts';
+import { apiOnStore } from '../support/api-on-store.ts';
+import { type RunningApi, startInProcess } from '../support/in-process.ts';
+import { postPlant, send, TOKEN } from '../support/http.ts';
 import {
   postgresAvailable,
   postgresTestStore,
   type TestStoreInstance,
   testStores,
-} from './support/stores.ts';
+} from '../support/stores.ts';
 
 const HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/merge-patch+json' };
 const RUNS = 200;

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { apiProcessPerFile } from '@plant-store/api/testing';
 import { stringifyJson } from '@plant-store/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, type PlantWithId, type RestClient } from '../src/index.ts';
-import { runPlants } from './support/plants-cli.ts';
+import { createRestClient, type PlantWithId, type RestClient } from '../../src/index.ts';
+import { runPlants } from '../support/plants-cli.ts';
 
 const TOKEN = 'whole-cli-token-0123456789';
 const USAGE = '\nRun "plants --help" for usage.\n';
