@@ -1,4 +1,4 @@
-import { stringifyJson } from '@plant-store/schema';
+import { parseJson, stringifyJson } from '@plant-store/schema';
 import type { Context, Middleware } from 'koa';
 import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
@@ -110,6 +110,9 @@ export function restAdapter(
       if (result.replay.body !== null) {
         ctx.type = 'application/json';
         ctx.body = result.replay.body;
+        // A replayed plant (an update's answer) carries its ETag again, as the first answer did.
+        const version = (parseJson(result.replay.body) as { version?: unknown } | null)?.version;
+        if (typeof version === 'bigint') request.setVersion?.(version);
       }
       return;
     }

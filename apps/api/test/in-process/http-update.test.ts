@@ -244,6 +244,8 @@ describe.each(testStores())('PATCH /plants/{id} on $name', (testStore) => {
       expect(again.status).toBe(200);
       expect(again.text).toBe(first.text);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(first.headers.get('etag')).toMatch(/^"[0-9]+"$/);
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
       expect((await events(40)).length).toBe(2);
       const other = await patch(40, '{"name":"Lemon basil"}', headers);
       expect(other.status).toBe(422);
