@@ -257,15 +257,24 @@ const withWiderChecks = (lines: string[]) =>
       line,
   );
 
+/** What version 11 (the deliveries' trace context) adds: a column (SQLite shows it in the table's text). */
+const withTraceContext = (lines: string[]) =>
+  lines.map((line) =>
+    line.startsWith('table webhook_deliveries:') ? line.replace(/\)$/, ', trace_context TEXT)') : line,
+  );
+const POSTGRES_TRACE_CONTEXT = ['column webhook_deliveries.trace_context: text null default -'];
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: withUpdates(
-    withDisabledEndpoints([
-      ...unchanged(SQLITE_RELEASED),
-      ...SQLITE_EVENT_LOG,
-      ...SQLITE_ENDPOINTS,
-      ...SQLITE_FAILED_AT,
-    ]),
+  current: withTraceContext(
+    withUpdates(
+      withDisabledEndpoints([
+        ...unchanged(SQLITE_RELEASED),
+        ...SQLITE_EVENT_LOG,
+        ...SQLITE_ENDPOINTS,
+        ...SQLITE_FAILED_AT,
+      ]),
+    ),
   ).sort(),
   async open() {
     const store = await sqliteTestStore.setup();
@@ -303,6 +312,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_FAILED_AT,
     ...POSTGRES_DISABLED_ENDPOINTS,
     ...POSTGRES_UPDATES,
+    ...POSTGRES_TRACE_CONTEXT,
   ]).sort(),
   async open() {
     const store = await postgresTestStore.setup();

@@ -17,7 +17,12 @@ import {
   startOtlpReceiver,
 } from './support/otlp-receiver.ts';
 import { redisAvailable, redisUrl } from './support/redis.ts';
-import { type TestStoreInstance, testStores } from './support/stores.ts';
+import {
+  postgresAvailable,
+  postgresTestStore,
+  type TestStoreInstance,
+  testStores,
+} from './support/stores.ts';
 import { newWebhookSecret, type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const WEBHOOK_SECRET = newWebhookSecret();
@@ -80,7 +85,10 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
       await hooks.waitFor((received) => received.length === 2);
 
       const spans = await collector.waitFor(
-        (all) => byName(all, 'create', client.traceId).length === 1 && byName(all, 'POST').length === 2,
+        (all) =>
+          byName(all, 'create', client.traceId).length === 1 &&
+          byName(all, 'POST').length === 2 &&
+          byName(all, 'commit').some((span) => span.links.some((link) => link.traceId === client.traceId)),
       );
       const [server] = byName(spans, 'POST /plants', client.traceId);
       expect(server).toMatchObject({
@@ -148,6 +156,32 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
         },
       ]);
       expect(attempts[0]!.attributes['plant_store.webhook.id']).toBe(hooks.received[0]!.id);
+
+      // The group commit that made the create durable: a root span, linked both ways with the create.
+      const commits = byName(spans, 'commit').filter((span) =>
+        span.links.some((link) => link.spanId === create!.spanId),
+      );
+      expect(commits).toHaveLength(1);
+      const [commit] = commits;
+      expect(commit).toMatchObject({
+        parentSpanId: '',
+        kind: SpanKind.client,
+        status: { code: 0 },
+        attributes: { 'db.system': system, 'db.system.name': system, 'db.operation.name': 'commit' },
+      });
+      expect(Object.keys(commit!.attributes).sort()).toEqual([
+        'db.operation.batch.size',
+        'db.operation.name',
+        'db.system',
+        'db.system.name',
+      ]);
+      // Writes of the worker may share the batch; the create's is the only traced one here.
+      expect(commit!.attributes['db.operation.batch.size']).toBeGreaterThanOrEqual(1);
+      expect(commit!.links).toEqual([{ traceId: client.traceId, spanId: create!.spanId }]);
+      expect(create!.links).toEqual([{ traceId: commit!.traceId, spanId: commit!.spanId }]);
+      // Each attempt, minutes later or not, links back to the create that enqueued its delivery.
+      for (const attempt of attempts)
+        expect(attempt.links).toEqual([{ traceId: client.traceId, spanId: create!.spanId }]);
     });
 
     it('names spans by route template and tRPC procedure, never by the raw path', async () => {
@@ -304,3 +338,99 @@ describe.runIf(redisAvailable())('traces with Redis rate limits (built service)'
     }
   });
 });
+
+describe.skipIf(!postgresAvailable())(
+  'traces across two instances on one PostgreSQL database (built service)',
+  () => {
+    const SECRETS_KEY = randomBytes(32).toString('base64');
+    let store: TestStoreInstance;
+    let collector: OtlpReceiver;
+    let hooks: Receiver;
+    let endpointHooks: Receiver;
+    let endpointSecret = '';
+    let a: ApiProcess;
+    let b: ApiProcess;
+
+    beforeAll(async () => {
+      store = await postgresTestStore.setup();
+      collector = await startOtlpReceiver();
+      hooks = await startReceiver(WEBHOOK_SECRET);
+      endpointHooks = await startReceiver(() => endpointSecret);
+      const env = (service: string, pollMs: string) => ({
+        ...store.env,
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_SERVICE_NAME: service,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        WEBHOOK_URLS: hooks.url,
+        WEBHOOK_SECRET,
+        WEBHOOK_SECRETS_KEY: SECRETS_KEY,
+        WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+        WEBHOOK_POLL_INTERVAL_MS: pollMs,
+      });
+      // A's worker looks once, at start-up, and then not for 10 minutes: B delivers what A enqueues.
+      a = await startApiProcess({ env: env('plants-a', '600000') });
+      b = await startApiProcess({ env: env('plants-b', '50') });
+    });
+    afterAll(async () => {
+      await Promise.all([a?.stop(), b?.stop()]);
+      a?.cleanup();
+      b?.cleanup();
+      await Promise.all([collector?.close(), hooks?.close(), endpointHooks?.close()]);
+      await store?.teardown();
+    });
+
+    it("links B's attempts, operator subscriber and endpoint alike, to the create on A", async () => {
+      const registered = await send(`${a.url}/webhook-endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: endpointHooks.url }),
+      });
+      expect(registered.status).toBe(201);
+      endpointSecret = (registered.json as { secret: string }).secret;
+
+      const client = clientContext();
+      const created = await postPlant(a.url, '{"id":11,"name":"Fern"}', {
+        ...JSON_HEADERS,
+        traceparent: client.traceparent,
+      });
+      expect(created.status).toBe(200);
+      await hooks.waitFor((received) => received.length === 1);
+      await endpointHooks.waitFor((received) => received.length === 1);
+      expect([hooks.received[0]!.verified, endpointHooks.received[0]!.verified]).toEqual([true, true]);
+
+      const spans = await collector.waitFor(
+        (all) =>
+          byName(all, 'create', client.traceId).length === 1 &&
+          byName(all, 'commit').some((span) => span.links.some((link) => link.traceId === client.traceId)) &&
+          byName(all, 'POST').length === 2,
+      );
+      const [create] = byName(spans, 'create', client.traceId);
+      expect(create).toMatchObject({ service: 'plants-a', attributes: { 'db.system': 'postgresql' } });
+      const [commit] = byName(spans, 'commit').filter((span) =>
+        span.links.some((link) => link.spanId === create!.spanId),
+      );
+      expect(commit).toMatchObject({ service: 'plants-a', parentSpanId: '' });
+      expect(create!.links).toEqual([{ traceId: commit!.traceId, spanId: commit!.spanId }]);
+
+      const attempts = byName(spans, 'POST');
+      expect(attempts.map((span) => span.service)).toEqual(['plants-b', 'plants-b']);
+      for (const attempt of attempts)
+        expect(attempt).toMatchObject({
+          parentSpanId: '',
+          links: [{ traceId: client.traceId, spanId: create!.spanId }],
+        });
+      // Each receiver got the traceparent of B's attempt.
+      expect([hooks.received[0]!.traceparent, endpointHooks.received[0]!.traceparent].sort()).toEqual(
+        attempts.map((span) => `00-${span.traceId}-${span.spanId}-01`).sort(),
+      );
+      expect(
+        attempts.find((span) => span.attributes['plant_store.webhook.endpoint_id'] !== undefined),
+      ).toMatchObject({ attributes: { 'plant_store.webhook.event': 'plant.created' } });
+
+      // Nothing secret in what either instance exported.
+      for (const { raw } of collector.requests)
+        for (const secret of [TOKEN, WEBHOOK_SECRET, endpointSecret, SECRETS_KEY])
+          expect(raw.includes(Buffer.from(secret)), 'a secret was exported').toBe(false);
+    });
+  },
+);

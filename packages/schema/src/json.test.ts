@@ -126,3 +126,18 @@ describe('the fast paths agree with lossless-json', () => {
     );
   });
 });
+
+describe('stringifyJson of a stored plant', () => {
+  it('writes id, name, tag and version exactly, in that order, with or without a tag', () => {
+    expect(stringifyJson({ id: 2n ** 63n - 1n, name: 'Fern', tag: 'green', version: 42n })).toBe(
+      '{"id":9223372036854775807,"name":"Fern","tag":"green","version":42}',
+    );
+    expect(stringifyJson([{ id: -1n, name: 'a"b', version: 0n }])).toBe(
+      '[{"id":-1,"name":"a\\"b","version":0}]',
+    );
+    // Another shape goes through the general writer, to the same text.
+    expect(stringifyJson({ id: 1n, name: 'Fern', version: 2n, changed: ['name'] })).toBe(
+      '{"id":1,"name":"Fern","version":2,"changed":["name"]}',
+    );
+  });
+});

@@ -1,3 +1,4 @@
+import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
 import type {
   Delivery,
@@ -14,6 +15,7 @@ type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer
   /** Read by claims only; NULL for WEBHOOK_URLS subscribers. */
   endpoint_id?: string | null;
   event?: DeliveryEvent;
+  trace_context?: string | null;
 };
 type EndpointDeliveryRow = Pick<EndpointDelivery, 'id' | 'event' | 'status'> & {
   attempts: Integer;
@@ -23,9 +25,11 @@ type EndpointDeliveryRow = Pick<EndpointDelivery, 'id' | 'event' | 'status'> & {
   created_at: Time;
 };
 
-function toDelivery({ id, url, payload, attempts, created_at, endpoint_id, event }: DeliveryRow): Delivery {
+function toDelivery(row: DeliveryRow): Delivery {
+  const { id, url, payload, attempts, created_at, endpoint_id, event, trace_context } = row;
   const delivery: Delivery = { id, url, payload, attempts: Number(attempts), createdAt: toDate(created_at) };
   if (endpoint_id) delivery.endpoint = { id: endpoint_id, event: event ?? 'plant.created' };
+  if (trace_context) delivery.traceContext = trace_context;
   return delivery;
 }
 
@@ -53,7 +57,7 @@ const claimOf = (subscriber: string) => `
   UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = {now + @leaseMs}, updated_at = {now}
   WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND ${subscriber}
     AND next_attempt_at <= {now} ORDER BY next_attempt_at LIMIT @limit {skip locked})
-  RETURNING id, url, payload, attempts, created_at, endpoint_id, event`;
+  RETURNING id, url, payload, attempts, created_at, endpoint_id, event, trace_context`;
 /**
  * The distinct values of `column` among pending deliveries, by a loose index scan: one probe of the
  * index `where` selects per value, however many deliveries each has (`n` ends the recursion).
@@ -103,12 +107,13 @@ const SQL = statements('deliveries', {
   retry: settle('next_attempt_at = {now + @delayMs}'),
   failed: settle("status = 'failed'"),
   enqueue: `
-    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
-    SELECT @id, @endpointId, @url, @event, @payload, {now}, {now}, {now} WHERE ${HAS_ROOM}
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
+    SELECT @id, @endpointId, @url, @event, @payload, @traceContext, {now}, {now}, {now} WHERE ${HAS_ROOM}
     RETURNING ${ENDPOINT_DELIVERY}`,
   roomFor: `SELECT ${HAS_ROOM} AS room FROM webhook_deliveries WHERE id = @id AND endpoint_id = @endpointId`,
+  // A traced redelivery's attempts link to it, an untraced one's still to what enqueued the delivery.
   redeliver: `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = {now},
-    last_error = NULL, last_response_code = NULL, updated_at = {now}
+    last_error = NULL, last_response_code = NULL, trace_context = coalesce(@traceContext, trace_context), updated_at = {now}
     WHERE id = @id AND endpoint_id = @endpointId RETURNING ${ENDPOINT_DELIVERY}`,
   ofEndpoint: `${OF_ENDPOINT} ${NEWEST_FIRST}`,
   isOfEndpoint: 'SELECT 1 AS one FROM webhook_deliveries WHERE id = @before AND endpoint_id = @endpointId',
@@ -192,25 +197,29 @@ export function deliveryOutbox(db: Db) {
     enqueue: (
       delivery: NewDelivery & { endpointId: string; event: DeliveryEvent },
       { maxPending }: { maxPending: number },
-    ) =>
-      db.transaction(async (tx): Promise<EndpointDelivery | 'full'> => {
+    ) => {
+      const params = { ...delivery, maxPending, traceContext: currentTraceparent() };
+      return db.transaction(async (tx): Promise<EndpointDelivery | 'full'> => {
         await tx.lock(PENDING_LOCK_KEY, delivery.endpointId);
-        const [row] = (await tx.run<EndpointDeliveryRow>(SQL.enqueue, { ...delivery, maxPending })).rows;
+        const [row] = (await tx.run<EndpointDeliveryRow>(SQL.enqueue, params)).rows;
         return row === undefined ? 'full' : toEndpointDelivery(row);
-      }),
+      });
+    },
     /**
      * Makes an endpoint's delivery pending and due at once, whatever its status, with its attempts
      * counted afresh (and the last attempt's error and status cleared); `undefined` when the endpoint
      * has no delivery of that id, `'full'` (changing nothing) as for `enqueue`.
      */
-    redeliver: (options: { id: string; endpointId: string; maxPending: number }) =>
-      db.transaction(async (tx): Promise<EndpointDelivery | 'full' | undefined> => {
+    redeliver: (options: { id: string; endpointId: string; maxPending: number }) => {
+      const params = { ...options, traceContext: currentTraceparent() };
+      return db.transaction(async (tx): Promise<EndpointDelivery | 'full' | undefined> => {
         await tx.lock(PENDING_LOCK_KEY, options.endpointId);
         const [found] = (await tx.run<{ room: unknown }>(SQL.roomFor, options)).rows;
         if (found === undefined) return undefined;
         if (!found.room) return 'full';
-        return toEndpointDelivery((await tx.run<EndpointDeliveryRow>(SQL.redeliver, options)).rows[0]!);
-      }),
+        return toEndpointDelivery((await tx.run<EndpointDeliveryRow>(SQL.redeliver, params)).rows[0]!);
+      });
+    },
     /**
      * An endpoint's deliveries, newest first (by enqueue time, then id), at most `limit`, strictly
      * before the delivery `before` when given; `undefined` when `before` is not one of its deliveries.

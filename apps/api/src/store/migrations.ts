@@ -259,6 +259,14 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE plants DROP COLUMN version;
     `,
   },
+  {
+    version: 11,
+    name: 'keep the trace context of webhook deliveries',
+    // The W3C `traceparent` of the traced store call that enqueued the delivery (a create, a ping, a
+    // redelivery), NULL when none was: each attempt's span links to it (docs/tracing.md).
+    up: 'ALTER TABLE webhook_deliveries ADD COLUMN trace_context TEXT',
+    down: 'ALTER TABLE webhook_deliveries DROP COLUMN trace_context',
+  },
 ];
 
 /** The plant event types, as SQL literals. */

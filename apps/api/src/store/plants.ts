@@ -1,5 +1,6 @@
 import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
 import type { Expected } from '../conditions.ts';
+import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, type Statement, statements, type Tx } from './sql.ts';
 import {
   type KeyClaim,
@@ -152,8 +153,9 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
     update: (
       { id, ...change }: PlantChange,
       { expected, key }: { expected?: Expected | undefined; key?: KeyClaim | undefined } = {},
-    ): Promise<UpdateOutcome | undefined> =>
-      keyed(key, async (tx) => {
+    ): Promise<UpdateOutcome | undefined> => {
+      const traceContext = currentTraceparent();
+      return keyed(key, async (tx) => {
         const row = await lock(tx, id);
         if (row === undefined) return undefined;
         if (!meets(expected, row.version)) return { stale: row.version };
@@ -169,23 +171,30 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
           const { rows } = await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') });
           plant = toPlant({ ...next, version: rows[0]!.id });
           await tx.run(SQL.set, { ...next, version: plant.version });
-          await tx.run(fanOut, { event: 'plant.updated', payload: stringifyJson({ ...plant, changed }) });
+          await tx.run(fanOut, {
+            event: 'plant.updated',
+            payload: stringifyJson({ ...plant, changed }),
+            traceContext,
+          });
         }
         if (key) await tx.run(SQL.answer, { ...key, status: 200, body: stringifyJson(plant) });
         return { plant, changed };
-      }),
-    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> =>
-      keyed(answer, async (tx) => {
+      });
+    },
+    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> => {
+      const traceContext = currentTraceparent();
+      return keyed(answer, async (tx) => {
         const row = await lock(tx, id);
         if (row === undefined) return false;
         if (!meets(expected, row.version)) return { stale: row.version };
         await tx.run(SQL.delete, { id });
         await lockEvents(tx);
         await tx.run(SQL.deleted, { id });
-        await tx.run(fanOut, { event: 'plant.deleted', payload: `{"id":${id}}` });
+        await tx.run(fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
         if (answer) await tx.run(SQL.answer, answer);
         return true;
-      }),
+      });
+    },
   };
 }
 

@@ -124,6 +124,8 @@ export type Delivery = NewDelivery & {
   createdAt: Date;
   /** The registered endpoint it goes to, and its event; absent for WEBHOOK_URLS subscribers. */
   endpoint?: { id: string; event: DeliveryEvent };
+  /** The W3C `traceparent` of the traced store call that enqueued it (migration 11); absent when none was. */
+  traceContext?: string;
 };
 
 /** Who a claim is for: an operator subscriber URL (WEBHOOK_URLS) or a registered endpoint. */

@@ -1,7 +1,8 @@
-import type { Span } from '@opentelemetry/api';
+import { type Span, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.ts';
+import { groupCommit } from '../store/group-commit.ts';
 import type { Delivery } from '../store/store.ts';
 import { activeStoreSpan, currentTraceparent, startCommitSpan } from './commit.ts';
 import { startAttemptSpan } from './delivery.ts';
@@ -32,7 +33,7 @@ function inStoreCall<T>(name: string, work: (span: Span) => T): T {
 
 beforeEach(() => exporter.reset());
 
-describe('the store hooks (what the group commit and the outbox will call)', () => {
+describe('the store hooks (what the group commit and the outbox call)', () => {
   it('capture nothing outside a recording span, and make no commit span for untraced writes', async () => {
     expect(activeStoreSpan()).toBeUndefined();
     expect(currentTraceparent()).toBeUndefined();
@@ -127,5 +128,68 @@ describe('the store hooks (what the group commit and the outbox will call)', () 
     expect(span!.links).toEqual([]);
     expect(span!.status).toEqual({ code: 2, message: 'connection failed (ECONNREFUSED)' });
     expect(span!.attributes['error.type']).toBe('_OTHER');
+  });
+});
+
+/** A group commit whose batches wait for `settle`, and the batches it was handed. */
+function gated() {
+  const batches: object[][] = [];
+  let settle: (error?: Error) => void = () => {};
+  const writes = groupCommit<object>(
+    (batch) => {
+      batches.push(batch);
+      return new Promise<void>((resolve, reject) => {
+        settle = (error) => (error ? reject(error) : resolve());
+      });
+    },
+    { system: 'sqlite' },
+  );
+  return { writes, batches, settle: (error?: Error) => settle(error) };
+}
+
+describe('the group commit (store/group-commit.ts), traced', () => {
+  it('ends the commit span of a batch with a traced write only once the commit is done', async () => {
+    const { writes, batches, settle } = gated();
+    const call = tracer.startSpan('create');
+    withSyncSpan(call, () => writes.push({}));
+    writes.push({});
+    while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    expect(batches[0]).toHaveLength(2);
+    expect(await finished()).toStrictEqual([]);
+    settle();
+    await writes.drained();
+    const [commit] = await finished();
+    expect(commit).toMatchObject({ name: 'commit', status: { code: 0 } });
+    expect(commit!.attributes['db.operation.batch.size']).toBe(2);
+  });
+
+  it('marks the commit span of a failed batch as an error, by its class', async () => {
+    const { writes, batches, settle } = gated();
+    withSyncSpan(tracer.startSpan('create'), () => writes.push({}));
+    while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    settle(new RangeError('disk full'));
+    await writes.drained();
+    const [commit] = await finished();
+    expect(commit).toMatchObject({
+      name: 'commit',
+      status: { code: 2 },
+      attributes: { 'error.type': 'RangeError' },
+    });
+  });
+
+  it('starts no span for a batch of untraced writes, nor for writes under a span that is not recording', async () => {
+    const { writes, batches, settle } = gated();
+    writes.push({});
+    // A request that is not sampled: its spans do not record.
+    const unsampled = trace.wrapSpanContext({
+      traceId: '1'.repeat(32),
+      spanId: '2'.repeat(16),
+      traceFlags: 0,
+    });
+    withSyncSpan(unsampled, () => writes.push({}));
+    while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    settle();
+    await writes.drained();
+    expect((await finished()).filter((span) => span.name === 'commit')).toStrictEqual([]);
   });
 });

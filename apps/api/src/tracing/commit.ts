@@ -74,3 +74,30 @@ export function startCommitSpan(system: DbSystem, carried: readonly (Span | unde
     },
   };
 }
+
+/**
+ * What a group commit (store/group-commit.ts) keeps of the traced calls whose writes it queues, to
+ * start each batch's span with: nothing, and no span, while no queued write is traced.
+ */
+export function commitTracing<T extends object>(system: DbSystem) {
+  const carried = new Map<T, Span>();
+  return {
+    /** Keeps the span of the traced store call queueing `item` now, if any. */
+    queued(item: T): void {
+      const span = activeStoreSpan();
+      if (span) carried.set(item, span);
+    },
+    /** The span of committing `batch` (`startCommitSpan`), its items' spans forgotten. */
+    start(batch: readonly T[]): CommitSpan {
+      if (carried.size === 0) return NOT_TRACED;
+      const span = startCommitSpan(
+        system,
+        batch.map((item) => carried.get(item)),
+      );
+      for (const item of batch) carried.delete(item);
+      return span;
+    },
+    /** Forgets every item's span (the queue was dropped). */
+    clear: () => carried.clear(),
+  };
+}

@@ -11,12 +11,6 @@ import {
 import type { Delivery } from '../store/store.ts';
 import type { AttemptOutcome } from '../webhooks/send.ts';
 
-/**
- * A delivery as the outbox will hand it out once the store keeps trace context (docs/tracing.md,
- * "What the store part adds"): the `traceparent` of the request that enqueued it.
- */
-export type TracedDelivery = Delivery & { traceContext?: string | null };
-
 /** One attempt's span: the headers that carry it to the receiver, and its end. */
 export type AttemptSpan = { headers: Record<string, string>; end(outcome: AttemptOutcome): void };
 
@@ -28,7 +22,7 @@ export type AttemptSpan = { headers: Record<string, string>; end(outcome: Attemp
  * name the receiver by host and port only: a URL's path and query can hold a secret (Slack's do),
  * so `url.full` is left out; the body is never recorded.
  */
-export function startAttemptSpan(tracer: Tracer, delivery: TracedDelivery): AttemptSpan {
+export function startAttemptSpan(tracer: Tracer, delivery: Delivery): AttemptSpan {
   const url = new URL(delivery.url);
   const attributes: Attributes = {
     'http.request.method': 'POST',
@@ -63,7 +57,7 @@ export function startAttemptSpan(tracer: Tracer, delivery: TracedDelivery): Atte
 }
 
 /** The link to the enqueueing request, from the outbox row's `traceparent`; none without one. */
-function linkTo(traceparent: string | null | undefined): Link[] {
+function linkTo(traceparent: string | undefined): Link[] {
   if (!traceparent) return [];
   const found = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent }));
   return found ? [{ context: found }] : [];

@@ -211,7 +211,9 @@ export async function lightTraffic(
           signal: AbortSignal.timeout(5_000),
         });
         const readBody = await read.text();
-        if (read.status !== 200 || readBody !== `{"id":${id},"name":"Traffic ${id}"}`)
+        // The version the create's ETag gave the plant.
+        const version = created.headers.get('etag')?.slice(1, -1);
+        if (read.status !== 200 || readBody !== `{"id":${id},"name":"Traffic ${id}","version":${version}}`)
           failures.push(`${url} GET /plants/${id}: ${read.status} ${readBody}`);
         const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
         if (health.status !== 200) failures.push(`${url} GET /healthz: ${health.status}`);

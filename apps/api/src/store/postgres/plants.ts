@@ -1,4 +1,5 @@
 import type { NewPlant } from '@plant-store/schema';
+import { currentTraceparent } from '../../tracing/commit.ts';
 import { groupCommit } from '../group-commit.ts';
 import { plantChanges, serverPage } from '../plants.ts';
 import { statements } from '../sql.ts';
@@ -35,14 +36,14 @@ const created = (guard: string) => `
     ON CONFLICT (id) DO NOTHING RETURNING id, name, tag, version),
   appended AS (INSERT INTO plant_events (id, type, plant_id, name, tag) OVERRIDING SYSTEM VALUE
     SELECT version, 'plant.created', id, name, tag FROM created RETURNING id),
-  enqueued AS (INSERT INTO webhook_deliveries (id, url, payload)
-    SELECT delivery.id, delivery.url, delivery.payload
-    FROM unnest(@deliveryPlants::int8[], @deliveryIds::text[], @urls::text[], @payloads::text[])
-      AS delivery (plant_id, id, url, payload)
+  enqueued AS (INSERT INTO webhook_deliveries (id, url, payload, trace_context)
+    SELECT delivery.id, delivery.url, delivery.payload, delivery.trace_context
+    FROM unnest(@deliveryPlants::int8[], @deliveryIds::text[], @urls::text[], @payloads::text[], @deliveryTraces::text[])
+      AS delivery (plant_id, id, url, payload, trace_context)
     JOIN created ON created.id = delivery.plant_id),
-  fanned_out AS (INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
-    SELECT ${NEW_DELIVERY_ID}, endpoint.id, endpoint.url, 'plant.created', p.payload
-    FROM unnest(@fanning::int8[], @endpointPayloads::text[]) AS p (plant_id, payload)
+  fanned_out AS (INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context)
+    SELECT ${NEW_DELIVERY_ID}, endpoint.id, endpoint.url, 'plant.created', p.payload, p.trace_context
+    FROM unnest(@fanning::int8[], @endpointPayloads::text[], @fanningTraces::text[]) AS p (plant_id, payload, trace_context)
     JOIN created ON created.id = p.plant_id CROSS JOIN webhook_endpoints AS endpoint
     WHERE endpoint.disabled_at IS NULL AND ',' || endpoint.events || ',' LIKE '%,plant.created,%')`;
 
@@ -76,8 +77,8 @@ const SQL = statements('postgres.plants', {
   createKeyed: keyed,
   lockEvents: `SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})`,
   notify: `SELECT pg_notify('${EVENTS_CHANNEL}', '')`,
-  fanOut: `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload)
-    SELECT ${NEW_DELIVERY_ID}, id, url, @event, @payload FROM webhook_endpoints
+  fanOut: `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context)
+    SELECT ${NEW_DELIVERY_ID}, id, url, @event, @payload, @traceContext FROM webhook_endpoints
     WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 
@@ -86,6 +87,8 @@ type PendingCreate = {
   plant: NewPlant;
   outbox: readonly NewDelivery[];
   endpointPayload?: string | undefined;
+  /** The create's `traceparent`, only when it was traced (`currentTraceparent`). */
+  traceContext?: string | undefined;
   /** Its version, or `false` when the id existed. */
   resolve(version: bigint | false): void;
   reject(error: unknown): void;
@@ -111,6 +114,11 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
     payloads: deliveries.map((delivery) => delivery.payload),
     fanning: fanning.map((entry) => entry.plant.id),
     endpointPayloads: fanning.map((entry) => entry.endpointPayload),
+    // Untraced, none: unnest reads the NULL arrays as NULL in every row.
+    ...(creates.some((entry) => entry.traceContext) && {
+      deliveryTraces: creates.flatMap(({ outbox, traceContext }) => outbox.map(() => traceContext)),
+      fanningTraces: fanning.map((entry) => entry.traceContext),
+    }),
   };
 }
 
@@ -146,37 +154,42 @@ export function postgresPlants(
         for (const entry of batch)
           entry.resolve(firsts.get(entry.plant.id) === entry && versionOf(inserted, entry.plant.id));
       } catch (error) {
-        if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        if (batch.length === 1 || error instanceof StoreUnavailableError)
           for (const entry of batch) entry.reject(error);
-          return;
-        }
         // The server refused one of the plants: each goes again on its own, so only that one fails.
-        await Promise.all(
-          batch.map((entry) =>
-            insert([entry]).then(
-              (inserted) => entry.resolve(versionOf(inserted, entry.plant.id)),
-              entry.reject,
+        else
+          await Promise.all(
+            batch.map((entry) =>
+              insert([entry]).then(
+                (inserted) => entry.resolve(versionOf(inserted, entry.plant.id)),
+                entry.reject,
+              ),
             ),
-          ),
-        );
+          );
+        // The batch's own statement failed (its span says so), whatever became of its creates.
+        throw error;
       }
     },
-    { concurrency: poolSize, max: MAX_BATCH },
+    { system: 'postgresql', concurrency: poolSize, max: MAX_BATCH },
   );
 
   return {
-    create: (plant, outbox = [], answer, endpointPayload) =>
-      call(async () => {
+    create(plant, outbox = [], answer, endpointPayload) {
+      const traceContext = currentTraceparent();
+      return call(async () => {
         if (!answer)
-          return new Promise<bigint | false>((resolve, reject) =>
-            creates.push({ plant, outbox, endpointPayload, resolve, reject }),
-          );
+          return new Promise<bigint | false>((resolve, reject) => {
+            const entry: PendingCreate = { plant, outbox, endpointPayload, resolve, reject };
+            if (traceContext) entry.traceContext = traceContext;
+            creates.push(entry);
+          });
         // Rejects with `KeyClaimLostError`, having changed nothing, when the request no longer holds the key.
-        const params = { ...answer, ...creations([{ plant, outbox, endpointPayload }]) };
+        const params = { ...answer, ...creations([{ plant, outbox, endpointPayload, traceContext }]) };
         const [row] = (await exec<{ held: string; version: string | null }>(SQL.createKeyed, params)).rows;
         if (Number(row!.held) === 0) throw new KeyClaimLostError();
         return row!.version === null ? false : BigInt(row!.version);
-      }),
+      });
+    },
     ...plantChanges({
       transaction: (work) =>
         db.transaction(async (tx) => {

@@ -43,7 +43,7 @@ export function sqliteCommit(db: Connection, path: string) {
   const [begin, commitTransaction, rollback] = ['BEGIN IMMEDIATE', 'COMMIT', 'ROLLBACK'].map((sql) =>
     db.prepare(sql),
   );
-  const writes = groupCommit(commit);
+  const writes = groupCommit(commit, { system: 'sqlite' });
   let closing: Promise<void> | undefined;
   /** Set once a COMMIT or a log sync failed: the store then refuses everything, for good. */
   let fatal: StoreUnavailableError | undefined;
@@ -54,12 +54,15 @@ export function sqliteCommit(db: Connection, path: string) {
   /** Listeners of `events.watch`: told after each durable commit that may have appended events. */
   const watchers = new Set<() => void>();
 
-  function fail(error: StoreUnavailableError, batch: Write[]): void {
+  /** Rejects `batch` and, from the first failure on, every call: throws `error` for the group commit. */
+  function fail(error: StoreUnavailableError, batch: Write[]): never {
     for (const write of batch) write.reject(error);
-    if (fatal) return;
-    fatal = error;
-    for (const write of writes.takeQueued()) write.reject(error);
-    reportFailure(error);
+    if (!fatal) {
+      fatal = error;
+      for (const write of writes.takeQueued()) write.reject(error);
+      reportFailure(error);
+    }
+    throw error;
   }
 
   /** Commits `batch` in one transaction at one time, syncs the log, then answers each write. */
@@ -89,13 +92,12 @@ export function sqliteCommit(db: Connection, path: string) {
       }
       const error = new StoreUnavailableError('the writes could not be committed', { cause });
       // Another process holding the write lock past busy_timeout: nothing was written, retry later.
-      if (isLockError(cause)) for (const write of batch) write.reject(error);
-      else fail(error, batch);
-      return;
+      if (!isLockError(cause)) fail(error, batch);
+      for (const write of batch) write.reject(error);
+      throw error;
     }
     const cause = await new Promise<Error | null>((done) => fdatasync(wal, done));
-    if (cause)
-      return fail(new StoreUnavailableError('the write-ahead log could not be synced', { cause }), batch);
+    if (cause) fail(new StoreUnavailableError('the write-ahead log could not be synced', { cause }), batch);
     for (const [i, write] of batch.entries()) write.resolve(results[i]);
     if (batch.some((write) => write.appends)) for (const listener of watchers) listener();
   }

@@ -1,4 +1,5 @@
 import type { PlantWithId } from '@plant-store/schema';
+import { currentTraceparent } from '../../tracing/commit.ts';
 import {
   type Filter,
   filtered,
@@ -30,12 +31,12 @@ const SQL = statements('sqlite.plants', {
     ON CONFLICT (id) DO NOTHING RETURNING version`,
   created: `INSERT INTO plant_events (id, type, plant_id, name, tag, created_at)
     VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
-  enqueue: `INSERT INTO webhook_deliveries (id, url, payload, next_attempt_at, created_at, updated_at)
-    VALUES (@id, @url, @payload, {now}, {now}, {now})`,
+  enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
+    VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
   // One delivery per enabled endpoint that chose the event, as the table holds them in this transaction.
   fanOut: `
-    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, next_attempt_at, created_at, updated_at)
-    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, {now}, {now}, {now}
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
+    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, @traceContext, {now}, {now}, {now}
     FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 // Filtered pages, read row by row up to the page's budget (a window function, as PostgreSQL's
@@ -99,16 +100,19 @@ export function sqlitePlants(
   );
 
   return {
-    create: (plant, outbox = [], answer, endpointPayload) =>
-      change(answer, (tx) => {
+    create(plant, outbox = [], answer, endpointPayload) {
+      const traceContext = currentTraceparent();
+      return change(answer, (tx) => {
         const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
         if (inserted === undefined) return false;
         tx.exec(SQL.created, { ...plant, version: inserted.version });
-        for (const delivery of outbox) tx.exec(SQL.enqueue, delivery);
+        for (const delivery of outbox)
+          tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
-          tx.exec(SQL.fanOut, { event: 'plant.created', payload: endpointPayload });
+          tx.exec(SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
         return inserted.version;
-      }),
+      });
+    },
     ...plantChanges({
       transaction: (work) => engine.transaction(work, true),
       lockEvents: async () => {},
