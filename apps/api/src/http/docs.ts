@@ -110,7 +110,7 @@ export function docsMiddleware(): Middleware {
 
   const assetName = (path: string) => (path.startsWith('/docs/') ? path.slice('/docs/'.length) : undefined);
   const owns = (path: string) => own.has(path) || path === '/docs/' || ASSET_TYPES.has(assetName(path) ?? '');
-  return ownPaths(owns, async (ctx) => {
+  const serve: Middleware = async (ctx) => {
     const name = assetName(ctx.path);
     const type = name === undefined ? undefined : ASSET_TYPES.get(name);
     const page = own.get(ctx.path);
@@ -136,7 +136,8 @@ export function docsMiddleware(): Middleware {
       return;
     }
     ctx.body = served.body;
-  });
+  };
+  return ownPaths(owns, serve);
 }
 
 function asset(body: Buffer | string, type: string): Asset {

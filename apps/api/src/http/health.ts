@@ -18,18 +18,16 @@ export const READINESS_INTERVAL_MS = 1_000;
  */
 export function healthMiddleware(store: PlantStore): Middleware {
   const ping = sharedCall(() => store.ping(), READINESS_INTERVAL_MS);
-  return ownPaths(
-    (path) => path === '/healthz' || path === '/readyz',
-    async (ctx) => {
-      ctx.state.route = ctx.path;
-      if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-        throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
-      }
-      if (ctx.path === '/readyz') await storeCall(ping);
-      ctx.type = 'application/json';
-      ctx.body = OK;
-    },
-  );
+  const serve: Middleware = async (ctx) => {
+    ctx.state.route = ctx.path;
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
+    }
+    if (ctx.path === '/readyz') await storeCall(ping);
+    ctx.type = 'application/json';
+    ctx.body = OK;
+  };
+  return ownPaths((path) => path === '/healthz' || path === '/readyz', serve);
 }
 
 /**

@@ -9,16 +9,14 @@ import { ownPaths } from './own-paths.ts';
  * as a bearer token): it names every token, so a `read` token gets 403.
  */
 export function metricsMiddleware(metrics: Metrics): Middleware {
-  return ownPaths(
-    (path) => path === '/metrics',
-    async (ctx) => {
-      ctx.state.route = ctx.path;
-      if (ctx.method !== 'GET') {
-        throw methodNotAllowed(ctx.method, ['GET']);
-      }
-      authorize(ctx.state.auth, 'metrics');
-      ctx.type = metrics.registry.contentType;
-      ctx.body = await metrics.registry.metrics();
-    },
-  );
+  const serve: Middleware = async (ctx) => {
+    ctx.state.route = ctx.path;
+    if (ctx.method !== 'GET') {
+      throw methodNotAllowed(ctx.method, ['GET']);
+    }
+    authorize(ctx.state.auth, 'metrics');
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  };
+  return ownPaths((path) => path === '/metrics', serve);
 }

@@ -40,54 +40,52 @@ export function trpcAdapter(createContext: CreateContext, log: Logger): Middlewa
   // Every procedure is an operation of the registry, at the same path: a mutation unless it is a GET.
   const mutations = new Map([...operations].filter(([, operation]) => operation.openapi.method !== 'GET'));
 
-  return ownPaths(
-    (path) => path.startsWith(TRPC_PREFIX),
-    async (ctx) => {
-      const paths = safeDecode(ctx.path.slice(TRPC_PREFIX.length))?.split(',') ?? [];
-      ctx.state.route = routeOf(paths, operations);
-      if (paths.length > MAX_BATCH_CALLS) {
-        // Thrown to the error middleware, which answers it in tRPC's shape, once for the request.
-        throw new RequestError(
-          'too_large',
-          `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
-        );
-      }
-      const batch = ctx.querystring === 'batch=1';
-      const direct =
-        paths.length > 0 &&
-        ctx.method === 'POST' &&
-        (batch || paths.length === 1) &&
-        ctx.get('content-type').split(';')[0] === 'application/json' &&
-        ctx.get('trpc-accept') === '' &&
-        paths.every((path) => mutations.has(path));
-      const request = requestScope(ctx, paths.length);
-      const context = createContext(ctx.state.auth, request);
-      if (!direct) return viaTrpcHandler(ctx, () => context, log);
-
-      // The body holds every call's input: read once, by the first call that gets that far.
-      let body: Promise<unknown> | undefined;
-      const inputOf = async (i: number) => {
-        body ??= readBodyText(ctx.req).then(parseBody);
-        const raw = await body;
-        const input = batch ? (raw as Record<number, unknown> | undefined)?.[i] : raw;
-        return input === undefined ? undefined : deserialize(input);
-      };
-      const outcomes = await Promise.all(
-        paths.map(async (path, i): Promise<TrpcOutcome> => {
-          try {
-            const operation = mutations.get(path) as AnyOperation;
-            const result = await runOperation(operation, context, () => inputOf(i), request.idempotencyKey);
-            return trpcResult('replay' in result ? replayedOutput(result.replay) : result.output);
-          } catch (thrown) {
-            const outcome = trpcFailure(thrown, path);
-            logTrpcFailure(ctx.state.log ?? log, outcome.error!, ctx.state.requestId, path);
-            return outcome;
-          }
-        }),
+  const serve: Middleware = async (ctx) => {
+    const paths = safeDecode(ctx.path.slice(TRPC_PREFIX.length))?.split(',') ?? [];
+    ctx.state.route = routeOf(paths, operations);
+    if (paths.length > MAX_BATCH_CALLS) {
+      // Thrown to the error middleware, which answers it in tRPC's shape, once for the request.
+      throw new RequestError(
+        'too_large',
+        `A batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds ${paths.length}.`,
       );
-      answerTrpc(ctx, batch, outcomes);
-    },
-  );
+    }
+    const batch = ctx.querystring === 'batch=1';
+    const direct =
+      paths.length > 0 &&
+      ctx.method === 'POST' &&
+      (batch || paths.length === 1) &&
+      ctx.get('content-type').split(';')[0] === 'application/json' &&
+      ctx.get('trpc-accept') === '' &&
+      paths.every((path) => mutations.has(path));
+    const request = requestScope(ctx, paths.length);
+    const context = createContext(ctx.state.auth, request);
+    if (!direct) return viaTrpcHandler(ctx, () => context, log);
+
+    // The body holds every call's input: read once, by the first call that gets that far.
+    let body: Promise<unknown> | undefined;
+    const inputOf = async (i: number) => {
+      body ??= readBodyText(ctx.req).then(parseBody);
+      const raw = await body;
+      const input = batch ? (raw as Record<number, unknown> | undefined)?.[i] : raw;
+      return input === undefined ? undefined : deserialize(input);
+    };
+    const outcomes = await Promise.all(
+      paths.map(async (path, i): Promise<TrpcOutcome> => {
+        try {
+          const operation = mutations.get(path) as AnyOperation;
+          const result = await runOperation(operation, context, () => inputOf(i), request.idempotencyKey);
+          return trpcResult('replay' in result ? replayedOutput(result.replay) : result.output);
+        } catch (thrown) {
+          const outcome = trpcFailure(thrown, path);
+          logTrpcFailure(ctx.state.log ?? log, outcome.error!, ctx.state.requestId, path);
+          return outcome;
+        }
+      }),
+    );
+    answerTrpc(ctx, batch, outcomes);
+  };
+  return ownPaths((path) => path.startsWith(TRPC_PREFIX), serve);
 }
 
 /** The body's JSON, or tRPC's parse error (what its own handler answers to a body it cannot parse). */

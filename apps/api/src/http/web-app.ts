@@ -4,7 +4,7 @@ import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { Middleware } from 'koa';
-import { methodNotAllowed, RequestError } from '../errors.ts';
+import { RequestError, methodNotAllowed } from '../errors.ts';
 import { ownPaths } from './own-paths.ts';
 
 /**
@@ -82,41 +82,39 @@ export function webAppMiddleware(dir: string = WEB_APP_DIR): Middleware {
     return file;
   };
 
-  return ownPaths(
-    (path) => path === '/app' || path.startsWith('/app/'),
-    async (ctx) => {
-      if (ctx.path === '/app') {
-        ctx.state.route = '/app';
-        // Relative, so the console's relative URLs also work behind a path prefix.
-        return ctx.redirect('app/');
-      }
-      const name = ctx.path === '/app/' ? 'index.html' : ctx.path.slice('/app/'.length);
-      // Two routes in logs and metrics, whatever paths clients ask for.
-      ctx.state.route = name === 'index.html' ? '/app/' : '/app/{file}';
-      if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
-      const names = await list().catch(() => {
-        throw new RequestError('not_found', 'The console is not built into this server: run `pnpm build`.');
-      });
-      if (!names.has(name)) throw new RequestError('not_found', 'The console has no file at this path.');
-      const file = await load(name);
+  const serve: Middleware = async (ctx) => {
+    if (ctx.path === '/app') {
+      ctx.state.route = '/app';
+      // Relative, so the console's relative URLs also work behind a path prefix.
+      return ctx.redirect('app/');
+    }
+    const name = ctx.path === '/app/' ? 'index.html' : ctx.path.slice('/app/'.length);
+    // Two routes in logs and metrics, whatever paths clients ask for.
+    ctx.state.route = name === 'index.html' ? '/app/' : '/app/{file}';
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw methodNotAllowed(ctx.method, ['GET', 'HEAD']);
+    const names = await list().catch(() => {
+      throw new RequestError('not_found', 'The console is not built into this server: run `pnpm build`.');
+    });
+    if (!names.has(name)) throw new RequestError('not_found', 'The console has no file at this path.');
+    const file = await load(name);
 
-      ctx.set('Content-Security-Policy', WEB_APP_CSP);
-      ctx.set('Referrer-Policy', 'no-referrer');
-      ctx.set('Cache-Control', name.startsWith(HASHED) ? IMMUTABLE : 'no-cache');
-      ctx.vary('Accept-Encoding');
-      const gzip = ctx.acceptsEncodings('gzip', 'identity') === 'gzip' ? file.gzip() : undefined;
-      ctx.status = 200;
-      ctx.type = file.type;
-      // Each encoding is a representation of its own, with its own strong tag.
-      ctx.etag = gzip ? `"${file.hash}-gz"` : `"${file.hash}"`;
-      if (ctx.fresh) {
-        ctx.status = 304;
-        return;
-      }
-      if (gzip) ctx.set('Content-Encoding', 'gzip');
-      ctx.body = gzip ?? file.body;
-    },
-  );
+    ctx.set('Content-Security-Policy', WEB_APP_CSP);
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.set('Cache-Control', name.startsWith(HASHED) ? IMMUTABLE : 'no-cache');
+    ctx.vary('Accept-Encoding');
+    const gzip = ctx.acceptsEncodings('gzip', 'identity') === 'gzip' ? file.gzip() : undefined;
+    ctx.status = 200;
+    ctx.type = file.type;
+    // Each encoding is a representation of its own, with its own strong tag.
+    ctx.etag = gzip ? `"${file.hash}-gz"` : `"${file.hash}"`;
+    if (ctx.fresh) {
+      ctx.status = 304;
+      return;
+    }
+    if (gzip) ctx.set('Content-Encoding', 'gzip');
+    ctx.body = gzip ?? file.body;
+  };
+  return ownPaths((path) => path === '/app' || path.startsWith('/app/'), serve);
 }
 
 /** The names of every regular file under `dir`, relative to it (`assets/index-…js`). */
