@@ -46,7 +46,7 @@ describe('a client generated from apps/api/openapi.json with openapi-typescript 
         'page 1: 2001, 2002',
         'page 2: 2003',
         'listed 3 plants',
-        'got 2002: {"id":2002,"name":"Boston fern","tag":"fern"}',
+        'got 2002: {"id":2002,"name":"Boston fern","tag":"fern","version":2}',
         'deleted 2002: 204',
         'get 2002: 404 404 There is no plant with id 2002.',
         'list with limit 0: 400 400 Invalid request parameters: limit must be an integer from 1 to 1000.',
@@ -57,7 +57,7 @@ describe('a client generated from apps/api/openapi.json with openapi-typescript 
     // What the store holds afterwards, read without the generated client.
     const left = await fetch(`${api.url}/plants`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(await left.text()).toBe(
-      '[{"id":2001,"name":"Monstera","tag":"aroid"},{"id":2003,"name":"Bird of paradise"}]',
+      '[{"id":2001,"name":"Monstera","tag":"aroid","version":1},{"id":2003,"name":"Bird of paradise","version":3}]',
     );
   }, 180_000);
 

@@ -39,7 +39,7 @@ describe('examples/trpc-app', () => {
     const stored = await fetch(`${api.url}/plants/9007199254740993`, {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
-    expect(await stored.text()).toBe('{"id":9007199254740993,"name":"Bird of paradise"}');
+    expect(await stored.text()).toBe('{"id":9007199254740993,"name":"Bird of paradise","version":3}');
   });
 
   it('says what it needs without a token', async () => {
