@@ -20,13 +20,13 @@ describe('the SQLite store', () => {
       const ids = Array.from({ length: 50 }, (_, i) => 9007199254740993n + BigInt(i));
       await Promise.all(
         ids.map(async (id) => {
-          expect(await store.create({ id, name: 'Fern' })).toBe(true);
+          expect(await store.create({ id, name: 'Fern' })).toBeTypeOf('bigint');
           // Resolved means committed: a separate connection sees it at once.
           expect(seen.get(id)?.id).toBe(id);
         }),
       );
       expect(await store.create({ id: ids[0]!, name: 'Again' })).toBe(false);
-      expect(await store.get(ids[0]!)).toEqual({ id: ids[0], name: 'Fern' });
+      expect(await store.get(ids[0]!)).toEqual({ id: ids[0], name: 'Fern', version: expect.any(BigInt) });
     } finally {
       observer.close();
       await store.close();

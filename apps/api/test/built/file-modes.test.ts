@@ -43,7 +43,7 @@ describe('files the service keeps (SQLite, generated token)', () => {
 
     api = await start();
     const answer = await send(`${api.url}/plants/1`, { headers: { authorization: `Bearer ${token}` } });
-    expect(answer.text).toBe('{"id":1,"name":"Fern"}');
+    expect(answer.text).toBe('{"id":1,"name":"Fern","version":1}');
     expect(readFileSync(join(data, 'api-token'), 'utf8').trim()).toBe(token);
     const files = ['api-token', 'plants.db', 'plants.db-shm', 'plants.db-wal', 'webhook-secrets.key'];
     expect(readdirSync(data).sort()).toEqual(files);
