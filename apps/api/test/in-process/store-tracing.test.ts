@@ -70,7 +70,9 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
       traced().create({ id: 3n, name: 'Ivy' }),
       traced().create({ id: 4n, name: 'Sage' }),
     ]);
-    expect(created).toStrictEqual([true, true, true, true]);
+    // Each committed: its version, the id of its event (one per create).
+    expect(new Set(created).size).toBe(4);
+    for (const version of created) expect(version).toBeTypeOf('bigint');
     const spans = await finished();
     const [commit, ...others] = named(spans, 'commit');
     expect(others).toStrictEqual([]);
@@ -96,7 +98,7 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     const outbox = [{ id: `msg_${'a'.repeat(32)}`, url: HOOK, payload: '{}' }];
     expect(
       await Promise.all([store.create({ id: 1n, name: 'Fern' }, outbox, undefined, '{}')]),
-    ).toStrictEqual([true]);
+    ).toStrictEqual([1n]);
     expect(await finished()).toStrictEqual([]);
     const [hook] = await claimHook(store);
     const [fanned] = await claimEndpoint(store);
@@ -112,13 +114,13 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     await store.webhookEndpoints.create(ENDPOINT, { maxPerOwner: 3 });
     const outbox = (n: number) => [{ id: `msg_${String(n).repeat(32)}`, url: HOOK, payload: `{"id":${n}}` }];
     // One batch: a traced create between two untraced ones.
-    expect(
-      await Promise.all([
-        store.create({ id: 1n, name: 'Fern' }, outbox(1), undefined, '{"id":1}'),
-        traced().create({ id: 2n, name: 'Moss' }, outbox(2), undefined, '{"id":2}'),
-        store.create({ id: 3n, name: 'Ivy' }, outbox(3), undefined, '{"id":3}'),
-      ]),
-    ).toStrictEqual([true, true, true]);
+    const versions = await Promise.all([
+      store.create({ id: 1n, name: 'Fern' }, outbox(1), undefined, '{"id":1}'),
+      traced().create({ id: 2n, name: 'Moss' }, outbox(2), undefined, '{"id":2}'),
+      store.create({ id: 3n, name: 'Ivy' }, outbox(3), undefined, '{"id":3}'),
+    ]);
+    expect(new Set(versions).size).toBe(3);
+    for (const version of versions) expect(version).toBeTypeOf('bigint');
     const [create] = named(await finished(), 'create');
     const byPayload = (claimed: Delivery[]) =>
       Object.fromEntries(claimed.map((delivery) => [delivery.payload, delivery.traceContext ?? null]));
