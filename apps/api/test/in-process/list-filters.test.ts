@@ -1,5 +1,5 @@
 import { parseJson } from '@plant-store/schema';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite/driver.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import '../../src/store/postgres.ts';
