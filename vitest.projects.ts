@@ -1,6 +1,7 @@
 // The vitest projects every package shares: each test file sits where its name says what it needs
 // (docs/testing.md). Node builtins only: every package's vitest.config.ts imports this file.
 import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,6 +15,25 @@ export const PROJECTS = {
 } as const;
 
 export type ProjectName = keyof typeof PROJECTS;
+
+/**
+ * Files run side by side: most tests wait on sockets, timers and child processes, so even on 2 cores
+ * two at a time (vitest's default there is one) halve the wall time without crowding the CPU.
+ */
+const WORKERS = Math.max(2, availableParallelism() - 1);
+
+/**
+ * How each project runs: groups one after another, cheapest first (a broken unit fails fast), and
+ * the shipped and browser projects one file at a time, alone: each starts `pnpm start`, a fresh
+ * clone or Chromium, and times signals and shutdowns.
+ */
+const RUN: Record<ProjectName, { groupOrder: number; maxWorkers: number }> = {
+  unit: { groupOrder: 0, maxWorkers: WORKERS },
+  'in-process': { groupOrder: 0, maxWorkers: WORKERS },
+  built: { groupOrder: 1, maxWorkers: WORKERS },
+  shipped: { groupOrder: 2, maxWorkers: 1 },
+  browser: { groupOrder: 2, maxWorkers: 1 },
+};
 
 /** Tests beside the code they test (`src/`, `scripts/`) are unit tests; the rest sit in `test/<project>/`. */
 const BESIDE_THE_CODE = /^(src|scripts)\//;
@@ -63,6 +83,8 @@ export function testProjects(configUrl: string, overrides: Partial<Record<Projec
           name === 'unit'
             ? ['src/**/*.test.ts', 'scripts/**/*.test.ts', 'test/unit/**/*.test.ts']
             : [`test/${name}/**/*.test.ts`],
+        sequence: { groupOrder: RUN[name].groupOrder },
+        maxWorkers: RUN[name].maxWorkers,
         ...overrides[name],
       },
     }));
