@@ -1,7 +1,7 @@
 import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
 import type { Expected } from '../conditions.ts';
 import { currentTraceparent } from '../tracing/commit.ts';
-import { type Db, type Statement, statements, type Tx } from './sql.ts';
+import { type Db, statements, type Tx } from './sql.ts';
 import {
   type KeyClaim,
   KeyClaimLostError,
@@ -88,10 +88,16 @@ const SQL = statements('plants', {
   set: 'UPDATE plants SET name = @name, tag = @tag, version = @version WHERE id = @id',
   delete: 'DELETE FROM plants WHERE id = @id',
   deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
+  // A delivery of `@payload` to each enabled endpoint that chose `@event`, as this transaction sees them.
+  fanOut: `
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
+    SELECT {delivery id}, id, url, @event, @payload, @traceContext, {now}, {now}, {now}
+    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 
 /** Holding an Idempotency-Key while a change is made, and storing the change's answer with it. */
 export const KEYED = { hold: SQL.hold, answer: SQL.answer };
+export const FAN_OUT = SQL.fanOut;
 
 /** `PlantStore.get`, the same on both stores (their creates and unfiltered pages differ: sqlite/, postgres/). */
 export const getPlant = (db: Db) => (id: bigint) =>
@@ -119,16 +125,12 @@ const meets = (expected: Expected | undefined, version: bigint) =>
   expected === undefined || expected === 'any' || expected.includes(version);
 
 /**
- * How an engine runs the changes below: `transaction` (one that appends events: SQLite's group
- * commit wakes the watchers, PostgreSQL NOTIFYs them), `lockEvents` (taken before an event id is
- * drawn, so ids commit in order: PostgreSQL's events lock; nothing on SQLite) and `fanOut`, its
- * statement that enqueues a delivery of `@payload` (`@event`) to each enabled endpoint that
- * chose `@event`.
+ * How an engine runs the changes below: `transaction` appends events (and wakes or NOTIFYs the
+ * watchers); `lockEvents` is taken before an event id is drawn, so ids commit in order.
  */
 export type ChangeEngine = {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   lockEvents(tx: Tx): Promise<void>;
-  fanOut: Statement;
 };
 
 /** A change made only while the request holds its key (if any); `undefined` when it no longer does. */
@@ -139,7 +141,7 @@ const CLAIM_LOST = Symbol('claim lost');
  * `expected` (so of two changes expecting one version, the second sees the first's), then changed
  * with its event, its endpoint deliveries and its key's answer, all in one transaction.
  */
-export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) {
+export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
   async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
     const result = await transaction(async (tx) =>
       key && (await tx.run(SQL.hold, key)).rows.length === 0 ? CLAIM_LOST : work(tx),
@@ -171,7 +173,7 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
           const { rows } = await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') });
           plant = toPlant({ ...next, version: rows[0]!.id });
           await tx.run(SQL.set, { ...next, version: plant.version });
-          await tx.run(fanOut, {
+          await tx.run(SQL.fanOut, {
             event: 'plant.updated',
             payload: stringifyJson({ ...plant, changed }),
             traceContext,
@@ -190,7 +192,7 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
         await tx.run(SQL.delete, { id });
         await lockEvents(tx);
         await tx.run(SQL.deleted, { id });
-        await tx.run(fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
+        await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
         if (answer) await tx.run(SQL.answer, answer);
         return true;
       });

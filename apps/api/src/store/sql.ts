@@ -45,6 +45,7 @@ export interface Tx {
  * - `{seq}`: the order rows were inserted in, which breaks ties between equal times: SQLite's rowid
  *   (times in milliseconds); PostgreSQL's times have microseconds, and ties there go by `id`.
  * - `{json @rows}`: the elements of the JSON array `@rows`, each as `value`.
+ * - `{delivery id}`: a new random `webhook-id`, drawn by the database.
  */
 export function statements<K extends string>(prefix: string, texts: Record<K, string>): Record<K, Statement> {
   const entries = Object.entries<string>(texts).map(([key, text]) => [key, sql(`${prefix}.${key}`, text)]);
@@ -60,7 +61,7 @@ export function sql(name: string, text: string): Statement {
 }
 
 export const registered = new Map<string, Statement>();
-const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{skip locked\}|\{seq\}|\{json @(\w+)\}|@(\w+)/g;
+const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{json @(\w+)\}|@(\w+)/g;
 
 function compile(text: string, dialect: Dialect): Compiled {
   const names: string[] = [];
@@ -76,6 +77,8 @@ function compile(text: string, dialect: Dialect): Compiled {
       return sqlite ? `json_each(${param(json)})` : `json_array_elements(CAST(${param(json)} AS json))`;
     if (word === '{skip locked}') return sqlite ? '' : 'FOR UPDATE SKIP LOCKED';
     if (word === '{seq}') return sqlite ? 'rowid' : 'id';
+    if (word === '{delivery id}')
+      return `'msg_' || ${sqlite ? 'lower(hex(randomblob(16)))' : "replace(gen_random_uuid()::text, '-', '')"}`;
     const now = sqlite ? param('now') : 'now()';
     if (!sign || !ms) return now;
     return `(${now} ${sign} ${sqlite ? param(ms) : `CAST(${param(ms)} AS bigint) * interval '1 millisecond'`})`;

@@ -15,9 +15,6 @@ export const EVENTS_CHANNEL = 'plant_store_events';
  */
 const EVENTS_LOCK_KEY = '7234917730117002';
 
-/** A new delivery's `webhook-id`, drawn by the server. */
-const NEW_DELIVERY_ID = "'msg_' || replace(gen_random_uuid()::text, '-', '')";
-
 /**
  * Creates the plants of `@ids`, `@names`, `@tags` (one array per column: unnest zips them back into
  * rows) where `guard` holds; a plant whose id exists inserts, appends and enqueues nothing. Each
@@ -42,7 +39,7 @@ const created = (guard: string) => `
       AS delivery (plant_id, id, url, payload, trace_context)
     JOIN created ON created.id = delivery.plant_id),
   fanned_out AS (INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context)
-    SELECT ${NEW_DELIVERY_ID}, endpoint.id, endpoint.url, 'plant.created', p.payload, p.trace_context
+    SELECT {delivery id}, endpoint.id, endpoint.url, 'plant.created', p.payload, p.trace_context
     FROM unnest(@fanning::int8[], @endpointPayloads::text[], @fanningTraces::text[]) AS p (plant_id, payload, trace_context)
     JOIN created ON created.id = p.plant_id CROSS JOIN webhook_endpoints AS endpoint
     WHERE endpoint.disabled_at IS NULL AND ',' || endpoint.events || ',' LIKE '%,plant.created,%')`;
@@ -77,9 +74,6 @@ const SQL = statements('postgres.plants', {
   createKeyed: keyed,
   lockEvents: `SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})`,
   notify: `SELECT pg_notify('${EVENTS_CHANNEL}', '')`,
-  fanOut: `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context)
-    SELECT ${NEW_DELIVERY_ID}, id, url, @event, @payload, @traceContext FROM webhook_endpoints
-    WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 
 /** A create waiting for its batch. */
@@ -198,7 +192,6 @@ export function postgresPlants(
           return done;
         }),
       lockEvents: async (tx) => void (await tx.run(SQL.lockEvents)),
-      fanOut: SQL.fanOut,
     }),
     list: (options) => call(() => serverPage(db, options)),
   };

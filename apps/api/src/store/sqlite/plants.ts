@@ -4,6 +4,7 @@ import {
   type Filter,
   filtered,
   filterOf,
+  FAN_OUT,
   KEYED,
   type ListOptions,
   type PlantRow,
@@ -33,11 +34,6 @@ const SQL = statements('sqlite.plants', {
     VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
-  // One delivery per enabled endpoint that chose the event, as the table holds them in this transaction.
-  fanOut: `
-    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
-    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, @traceContext, {now}, {now}, {now}
-    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 // Filtered pages, read row by row up to the page's budget (a window function, as PostgreSQL's
 // bounded page, costs SQLite twice the reading of the rows themselves).
@@ -109,14 +105,13 @@ export function sqlitePlants(
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
-          tx.exec(SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
+          tx.exec(FAN_OUT, { event: 'plant.created', payload: endpointPayload, traceContext });
         return inserted.version;
       });
     },
     ...plantChanges({
       transaction: (work) => engine.transaction(work, true),
       lockEvents: async () => {},
-      fanOut: SQL.fanOut,
     }),
     list: (options) => {
       const filter = filterOf(options);
