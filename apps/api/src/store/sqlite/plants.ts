@@ -1,10 +1,10 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
 import {
+  FAN_OUT,
   type Filter,
   filtered,
   filterOf,
-  FAN_OUT,
   KEYED,
   type ListOptions,
   type PlantRow,
