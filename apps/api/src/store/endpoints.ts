@@ -87,7 +87,7 @@ export async function disableOwnedBy(tx: Tx, owner: string): Promise<number> {
   return rows.length;
 }
 
-/** Registered webhook endpoints. Calls name the owner (but the worker's and admin's): others' are not found. */
+/** Registered webhook endpoints. Calls (but the worker's and admin's) name the owner: others' are not found. */
 export function webhookEndpoints(db: Db) {
   const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
   return {

@@ -24,7 +24,7 @@ export type PlantField = (typeof PLANT_FIELDS)[number];
 /** What an update sets: the members present; `tag: null` removes the tag. */
 export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
 
-/** The plant after an update and the fields it changed (none: a no-op), or the version that failed `expected`. */
+/** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
 export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
 
 export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
@@ -49,7 +49,7 @@ export const filtered = (filter: Filter) =>
   `SELECT id, name, tag, version FROM plants WHERE ${WHERE[filter]} AND id >= @from ORDER BY id LIMIT @limit`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
 
-/** Of the `@limit` plants of `where`, those within `@maxBytes` of text (and the first); `candidates`: how many. */
+/** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */
 const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
     SELECT id, name, tag, version, count(*) OVER () AS candidates, row_number() OVER running AS n,
       sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes

@@ -12,11 +12,8 @@ export { migratePostgres } from './postgres/migrate.ts';
 const PING = sql('postgres.ping', 'SELECT 1');
 
 /**
- * The shared store for several api instances: PostgreSQL through a `pg` pool (postgres/connection.ts),
- * migrated first. Creates are group committed (postgres/plants.ts): those made together become one
- * statement, answered after the server reports its COMMIT, durable because every connection sets
- * `synchronous_commit = on`. Concurrent creates of one id, from any number of instances, are decided
- * by the primary key: exactly one inserts.
+ * The store for several instances, migrated first. A create is answered after its COMMIT, durable by
+ * `synchronous_commit = on`; concurrent creates of one id are decided by the primary key.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);

@@ -9,7 +9,7 @@ import type { connect } from './connection.ts';
 /** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */
 export const EVENTS_CHANNEL = 'plant_store_events';
 
-/** Held from drawing an event id to COMMIT, so ids commit in order (migration 5). Any int8 nobody else takes. */
+/** Held from drawing an event id to COMMIT, so ids commit in order (migration 5): an int8 nobody takes. */
 const EVENTS_LOCK_KEY = '7234917730117002';
 
 /**

@@ -2,11 +2,7 @@ import { type MigrateOptions, type MigrationDriver, type MigrationResult, migrat
 import type { Params, Statement } from '../sql.ts';
 import { type Connection, executor, openDatabase } from './connection.ts';
 
-/**
- * Migrates an open SQLite connection. The whole run is one transaction: all or nothing. It begins
- * IMMEDIATE, which takes the write lock first, so two processes starting together apply each
- * version once (the other waits up to the connection's busy_timeout).
- */
+/** One transaction, begun IMMEDIATE (the write lock first), so two processes apply each version once. */
 export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise<MigrationResult> {
   const execute = executor(db);
   const driver: MigrationDriver = {
@@ -30,7 +26,6 @@ export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise
   return migrate(driver, options);
 }
 
-/** Migrates the SQLite file at `path` on a connection of its own, for the `migrate` command. */
 export async function migrateSqliteFile(path: string, options?: MigrateOptions): Promise<MigrationResult> {
   // Not on a request path: let SQLite sync the COMMIT itself.
   const db = openDatabase(path, 'FULL');
