@@ -80,14 +80,14 @@ const SQL = statements('endpoints', {
 /** Held while counting and inserting an owner's endpoints, so no two instances pass the limit together. */
 const ENDPOINTS_LOCK_KEY = 723491773;
 
-/** Disables a revoked token's endpoints and fails their pending deliveries, in `tx`; resolves with how many. */
+/** Disables a revoked token's endpoints and fails their pending deliveries, in `tx`; resolves how many. */
 export async function disableOwnedBy(tx: Tx, owner: string): Promise<number> {
   const { rows } = await tx.run<{ id: string }>(SQL.disableOwned, { owner });
   for (const { id } of rows) await tx.run(SQL.failPending, { id, error: disabledError('token_revoked') });
   return rows.length;
 }
 
-/** Registered webhook endpoints. Calls (but the worker's and admin's) name the owner: others' are not found. */
+/** Registered webhook endpoints. Calls (but the worker's and admin's) name the owner; others' are hidden. */
 export function webhookEndpoints(db: Db) {
   const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
   return {

@@ -76,6 +76,22 @@ function compile(text: string, dialect: Dialect): Compiled {
   return { text: compiled, names };
 }
 
+/** Runs `work` between begin and commit; on failure rolls back (ignoring its failure) and rethrows. */
+export async function atomically<T>(
+  step: (sql: 'begin' | 'commit' | 'rollback') => unknown,
+  work: () => Promise<T>,
+): Promise<T> {
+  await step('begin');
+  try {
+    const done = await work();
+    await step('commit');
+    return done;
+  } catch (error) {
+    await (async () => step('rollback'))().catch(() => {});
+    throw error;
+  }
+}
+
 /** The values `compiled` binds from `params` (a missing one is NULL; SQLite's `{now}` is `now`). */
 export const bind = ({ names }: Compiled, params: Params, now?: number) =>
   names.map((name) => (name === 'now' && now !== undefined ? now : (params[name] ?? null)));

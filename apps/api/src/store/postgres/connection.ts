@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { StoreConfig } from '../../config.ts';
-import { bind, type Db, type Params, type Result, type Statement, statements, type Tx } from '../sql.ts';
+import { atomically, bind, type Db, type Params, type Statement, statements, type Tx } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 
 /** `DATABASE_URL`, `DATABASE_POOL_SIZE` and `DATABASE_TIMEOUT_MS` (see `StoreConfig`). */
@@ -61,7 +61,7 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     } catch (cause) {
       throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
     }
-    const run = async <R>({ name, postgres }: Statement, params: Params = {}): Promise<Result<R>> => {
+    const run = async ({ name, postgres }: Statement, params: Params = {}) => {
       const timeout = Math.max(1, Math.ceil(deadline - performance.now()));
       const { rows, rowCount } = await client.query({
         name,
@@ -99,20 +99,12 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     run: (statement, params) => call(() => exec(statement, params)),
     transaction: (work) =>
       call(() =>
-        withClient(async (run) => {
-          await run(TX.begin);
-          try {
-            const done = await work({
-              run,
-              lock: async (key, name) => void (await run(TX.lock, { key, name })),
-            });
-            await run(TX.commit);
-            return done;
-          } catch (error) {
-            await run(TX.rollback).catch(() => {});
-            throw error;
-          }
-        }),
+        withClient((run) =>
+          atomically(
+            (step) => run(TX[step]),
+            () => work({ run, lock: async (key, name) => void (await run(TX.lock, { key, name })) }),
+          ),
+        ),
       ),
   };
 

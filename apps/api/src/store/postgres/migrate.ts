@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from '../migrate.ts';
-import { bind } from '../sql.ts';
+import { atomically, bind } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { APPLICATION_NAME, type PostgresStoreOptions, toStoreError } from './connection.ts';
 
@@ -47,16 +47,7 @@ export async function migratePostgres({
         }
       },
       // Each version is its own transaction.
-      async atomically(work) {
-        try {
-          await run('BEGIN');
-          await work();
-          await run('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw error;
-        }
-      },
+      atomically: (work) => atomically(run, work),
       exec: async (sql) => void (await run(sql)),
       all: async ({ postgres }, params = {}) => (await run(postgres.text, bind(postgres, params))).rows,
     },

@@ -1,5 +1,5 @@
 import { type MigrateOptions, type MigrationDriver, type MigrationResult, migrate } from '../migrate.ts';
-import type { Params, Statement } from '../sql.ts';
+import { atomically, type Params, type Statement } from '../sql.ts';
 import { type Connection, executor, openDatabase } from './connection.ts';
 
 /** One transaction, begun IMMEDIATE (the write lock first), so two processes apply each version once. */
@@ -7,17 +7,9 @@ export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise
   const execute = executor(db);
   const driver: MigrationDriver = {
     dialect: 'sqlite',
-    async locked(createTable, work) {
+    locked(createTable, work) {
       db.exec(createTable);
-      db.exec('BEGIN IMMEDIATE');
-      try {
-        const result = await work();
-        db.exec('COMMIT');
-        return result;
-      } catch (error) {
-        if (db.inTransaction) db.exec('ROLLBACK');
-        throw error;
-      }
+      return atomically((step) => db.exec(step === 'begin' ? 'BEGIN IMMEDIATE' : step), work);
     },
     atomically: (work) => work(),
     exec: async (sql) => void db.exec(sql),
