@@ -17,6 +17,7 @@ type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer
   event?: DeliveryEvent;
   trace_context?: string | null;
 };
+type FailedRow = DeliveryRow & { last_error: string; updated_at: Time };
 type EndpointDeliveryRow = Pick<EndpointDelivery, 'id' | 'event' | 'status'> & {
   attempts: Integer;
   last_response_code: Integer | null;
@@ -142,11 +143,8 @@ export function deliveryOutbox(db: Db) {
   return {
     /** Leases up to `limit` due deliveries of one subscriber (each gets its share) for `leaseMs`. */
     claim: async (options: Subscriber & { limit: number; leaseMs: number }) => {
-      const claimed = await db.run<DeliveryRow>(
-        'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint,
-        options,
-      );
-      return claimed.rows.map(toDelivery);
+      const statement = 'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint;
+      return (await db.run<DeliveryRow>(statement, options)).rows.map(toDelivery);
     },
     /** Up to `limit` operator URLs, and endpoints, with pending deliveries (due or not). */
     pendingUrls: (options: { limit: number }) => values(SQL.pendingUrls, options),
@@ -194,26 +192,19 @@ export function deliveryOutbox(db: Db) {
       const { limit, before } = options;
       const params = { ...options, limit: limit + 1 };
       if (before !== undefined && (await db.all(SQL.isOfEndpoint, params)).length === 0) return undefined;
-      const rows = await db.all<EndpointDeliveryRow>(
-        before === undefined ? SQL.ofEndpoint : SQL.ofEndpointBefore,
-        params,
-      );
+      const statement = before === undefined ? SQL.ofEndpoint : SQL.ofEndpointBefore;
+      const rows = await db.all<EndpointDeliveryRow>(statement, params);
       return { deliveries: rows.slice(0, limit).map(toEndpointDelivery), more: rows.length > limit };
     },
     /** Deletes the deliveries of an endpoint deleted as they were enqueued. */
     discardOrphans: (endpointId: string) => changes(SQL.discardOrphans, { endpointId }),
     /** Failed deliveries, oldest first. */
-    listFailed: async (options: { limit: number }): Promise<FailedDelivery[]> => {
-      const rows = await db.all<DeliveryRow & { last_error: string; updated_at: Time }>(
-        SQL.listFailed,
-        options,
-      );
-      return rows.map((row) => ({
+    listFailed: async (options: { limit: number }): Promise<FailedDelivery[]> =>
+      (await db.all<FailedRow>(SQL.listFailed, options)).map((row) => ({
         ...toDelivery(row),
         lastError: row.last_error,
         failedAt: toDate(row.updated_at),
-      }));
-    },
+      })),
     /** How many deliveries are in each state (counts every row: for `webhooks failed`). */
     counts: async () => {
       const counts = { pending: 0, delivered: 0, failed: 0 };

@@ -119,7 +119,8 @@ export type ChangeEngine = {
   lockEvents(tx: Tx): Promise<void>;
 };
 
-const CLAIM_LOST = Symbol('claim lost');
+/** What a keyed change's transaction answers when its request no longer holds the key. */
+export const CLAIM_LOST = Symbol('claim lost');
 
 /**
  * Updates and deletes, the same on both stores: the row is locked before it is checked against `expected`

@@ -1,6 +1,7 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
 import {
+  CLAIM_LOST,
   FAN_OUT,
   filtered,
   filterOf,
@@ -13,13 +14,12 @@ import {
 import { statements } from '../sql.ts';
 import {
   KeyClaimLostError,
-  type KeyedAnswer,
   PAGE_BUDGET_BYTES,
   type PlantPage,
   type PlantStore,
   textBytes,
 } from '../store.ts';
-import type { SqliteTx, sqliteCommit } from './commit.ts';
+import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
@@ -39,8 +39,6 @@ const FILTERED = statements('sqlite.plants.page', {
   both: filtered('both'),
 });
 
-const CLAIM_LOST = Symbol('claim lost');
-
 type PlantTuple = [bigint, string, string | null, bigint];
 
 /** The SQLite store's plant writes, in its group commit, and its pages. */
@@ -48,18 +46,6 @@ export function sqlitePlants(
   db: Connection,
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
-  /** A keyed create is made only while its request holds the key (the write lock keeps it so). */
-  async function change(answer: KeyedAnswer | undefined, make: (tx: SqliteTx) => bigint | false) {
-    const changed = await engine.transaction((tx) => {
-      if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
-      const made = make(tx);
-      if (made !== false && answer) tx.exec(KEYED.answer, answer);
-      return made;
-    }, true);
-    if (changed === CLAIM_LOST) throw new KeyClaimLostError();
-    return changed;
-  }
-
   const select = db.prepare<[bigint, number], PlantRow>(
     'SELECT id, name, tag, version FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
   );
@@ -81,9 +67,11 @@ export function sqlitePlants(
   );
 
   return {
-    create(plant, outbox = [], answer, endpointPayload) {
+    async create(plant, outbox = [], answer, endpointPayload) {
       const traceContext = currentTraceparent();
-      return change(answer, (tx) => {
+      // A keyed create is made only while its request holds the key (the write lock keeps it so).
+      const created = await engine.transaction((tx) => {
+        if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
         const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
         if (inserted === undefined) return false;
         tx.exec(SQL.created, { ...plant, version: inserted.version });
@@ -91,8 +79,11 @@ export function sqlitePlants(
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(FAN_OUT, { event: 'plant.created', payload: endpointPayload, traceContext });
+        if (answer) tx.exec(KEYED.answer, answer);
         return inserted.version;
-      });
+      }, true);
+      if (created === CLAIM_LOST) throw new KeyClaimLostError();
+      return created;
     },
     ...plantChanges({
       transaction: (work) => engine.transaction(work, true),
