@@ -18,7 +18,6 @@ export const PAGE_BUDGET_BYTES = 1024 * 1024;
 
 /** One page of `list`; `more`: plants with greater ids remain. */
 export type PlantPage = { plants: PlantWithId[]; more: boolean };
-
 export function textBytes(plant: { name: string; tag?: string | null }): number {
   return Buffer.byteLength(plant.name) + (plant.tag ? Buffer.byteLength(plant.tag) : 0);
 }
@@ -37,16 +36,10 @@ export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<t
     answer?: KeyedAnswer,
     endpointPayload?: string,
   ): Promise<bigint | false>;
-  /**
-   * Plants by ascending id after `after`, filtered by `tag` and `namePrefix`: at most `limit` and
-   * `maxBytes` of text, but at least one if any remain. Never more than the page and a row in memory.
-   */
+  /** Plants by id after `after`, filtered: up to `limit` and `maxBytes` (at least one), a row read ahead. */
   list(options: ListOptions): Promise<PlantPage>;
   ping(): Promise<void>;
-  /**
-   * Resolves with the cause once writes can no longer be trusted (SQLite after a failed log sync or
-   * COMMIT): every call then rejects until a restart. Never settles on PostgreSQL, which recovers.
-   */
+  /** Resolves once writes cannot be trusted (SQLite after a failed sync): calls reject until a restart. */
   readonly failed: Promise<Error>;
   close(): Promise<void>;
 }
@@ -56,7 +49,6 @@ export type IdempotencyKeyStore = ReturnType<typeof idempotencyKeys>;
 export type DeliveryOutbox = ReturnType<typeof deliveryOutbox>;
 export type WebhookEndpointStore = ReturnType<typeof webhookEndpoints>;
 export type TokenStore = ReturnType<typeof tokenStore>;
-
 export type StoredEvent =
   | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
   | { id: bigint; type: 'plant.updated'; plant: PlantWithId; changed: PlantField[]; createdAt: Date }
@@ -64,15 +56,11 @@ export type StoredEvent =
 
 /** What a `prune` deletes: at most `limit` rows older than `olderThanMs`, oldest first. */
 export type Prune = { olderThanMs: number; limit: number };
-
 /** An Idempotency-Key as one request holds it: scoped to the token's name, with the claim's random id. */
 export type KeyClaim = { tokenName: string; key: string; claim: string };
-
 /** What a keyed request answered: its REST status and JSON body (`null`: none, as for 204). */
 export type StoredAnswer = { status: number; body: string | null };
-
 export type KeyedAnswer = KeyClaim & StoredAnswer;
-
 export type ClaimOutcome =
   | { state: 'claimed' }
   /** Another request holds it and has not answered (or did not commit) yet. */
@@ -85,12 +73,8 @@ export class KeyClaimLostError extends Error {
   override message = 'the Idempotency-Key was claimed by another request';
 }
 
-/**
- * A delivery as `create` enqueues it, due at once. `id`, the `webhook-id` of every attempt, must be
- * new (`newWebhookId`): a duplicate fails the whole write. `payload` is sent byte for byte.
- */
+/** A delivery as `create` enqueues it: a duplicate `id` (`newWebhookId`) fails the whole write. */
 export type NewDelivery = { id: string; url: string; payload: string };
-
 export type DeliveryEvent = WebhookDelivery['event'];
 
 /** A webhook delivery claimed for one attempt; `attempts` counts this one. */
@@ -105,19 +89,14 @@ export type Delivery = NewDelivery & {
 
 /** Who a claim is for: an operator subscriber URL (WEBHOOK_URLS) or a registered endpoint. */
 export type Subscriber = { url: string } | { endpointId: string };
-
 /** An endpoint's delivery as listed; `nextAttemptAt`: when due, or the running attempt's lease end. */
 export type EndpointDelivery = Omit<WebhookDelivery, 'nextAttemptAt' | 'createdAt'> & {
   nextAttemptAt: Date | null;
   createdAt: Date;
 };
-
 export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 
-/**
- * A registered endpoint, seen only by its owner (the registering token's name). Secrets are sealed
- * (webhooks/secrets.ts); the previous one signs alongside until `previousSecretExpiresAt`.
- */
+/** An endpoint, seen only by its owner (a token's name); secrets sealed (webhooks/secrets.ts). */
 export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' | 'events'> & {
   owner: string;
   secret: string;
@@ -126,12 +105,9 @@ export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' 
   createdAt: Date;
   disabled: { at: Date; reason: EndpointDisabledReason } | null;
 };
-
 export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
-
 /** The `last_error` of the pending deliveries an endpoint's disabling fails. */
 export const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
-
 export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
   Record<'pending' | 'failed', number>;
 
