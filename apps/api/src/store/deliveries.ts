@@ -124,16 +124,12 @@ const SQL = statements('deliveries', {
   pruneFailed: pruneOf('failed'),
 });
 
-/**
- * Held by a ping or redelivery while it counts and adds, so that concurrent ones on any instance never
- * pass WEBHOOK_PENDING_PER_ENDPOINT together (creates' fan-out is not capped). Any int4 nobody else takes.
- */
+/** Held by a ping or redelivery while it counts and adds, so no two pass WEBHOOK_PENDING_PER_ENDPOINT. */
 const PENDING_LOCK_KEY = 723491774;
 
 /**
- * The webhook outbox, which `create` fills and the worker drains. A claim leases a delivery from every
- * process until the lease ends (a dead worker delays it by the lease at most). Settling changes only
- * pending deliveries, so a late answer never undoes a delivered one.
+ * The webhook outbox. A claim leases a delivery from every process (a dead worker delays it by a lease
+ * at most); settling changes only pending deliveries, so a late answer never undoes a delivered one.
  */
 export function deliveryOutbox(db: Db) {
   const changes = async (...args: Parameters<Db['run']>) => (await db.run(...args)).changes;
@@ -152,10 +148,7 @@ export function deliveryOutbox(db: Db) {
     /** Marks `ids` delivered (acknowledged by `codes`) in one write, so outcomes keep up with creates. */
     markDelivered: (ids: readonly string[], codes?: readonly number[]) =>
       done(SQL.delivered, { outcomes: JSON.stringify(ids.map((id, i) => [id, codes?.[i] ?? null])) }),
-    /**
-     * Hands claimed deliveries back unattempted (shutdown, an open breaker): due at once, the attempt
-     * uncounted; one claimed again since (other `attempts`) is left alone.
-     */
+    /** Hands claims back unattempted (shutdown, open breaker), due now; one claimed again is left alone. */
     release: (claims: readonly Pick<Delivery, 'id' | 'attempts'>[]) =>
       done(SQL.release, { claims: JSON.stringify(claims.map((c) => [c.id, c.attempts])) }),
     /** Makes the delivery due again in `delayMs`, recording why this attempt failed. */

@@ -121,10 +121,7 @@ export function webhookEndpoints(db: Db) {
         await tx.run(SQL.deleteDeliveries, { id });
         return true;
       }),
-    /**
-     * Disables the endpoint and fails its pending deliveries in one transaction; again if already
-     * disabled (keeping its time and reason), for those a racing create enqueued.
-     */
+    /** Disables the endpoint and fails its pending deliveries (again if disabled: a racing create's). */
     disable: (id: string, reason: EndpointDisabledReason) =>
       db.transaction(async (tx) => {
         const endpoint = first((await tx.run<EndpointRow>(SQL.disable, { id, reason })).rows);

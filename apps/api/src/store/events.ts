@@ -36,10 +36,7 @@ const SQL = statements('events', {
 /** Calls `listener` after commits that may have appended events (any instance's, on PostgreSQL). */
 export type Watch = (listener: () => void) => () => void;
 
-/**
- * The log of committed changes, in commit order: a reader that has seen id n never later finds a new
- * event below n. An event exists if and only if its change committed (it is in the same transaction).
- */
+/** The log of committed changes: a reader at id n never later finds one below n, nor one uncommitted. */
 export function eventLog(db: Db, watch: Watch) {
   const scalar = async (statement: Statement, params?: Params) =>
     (await db.all<{ n: bigint }>(statement, params))[0]!.n;

@@ -2,9 +2,8 @@ import { commitTracing } from '../tracing/commit.ts';
 import type { DbSystem } from '../tracing/store.ts';
 
 /**
- * Group commit: what one turn of the event loop queues goes out together (setImmediate), `max` a batch,
- * made durable by one COMMIT; while `concurrency` batches run, later items wait. `commit` answers each
- * item itself, and rejects after when the batch failed. A traced call's batch is traced as a `commit`.
+ * Group commit: what one turn of the event loop queues goes out as one durable COMMIT (`max` a batch;
+ * later items wait while `concurrency` run). `commit` answers each item, and rejects if the batch failed.
  */
 export function groupCommit<T extends object>(
   commit: (batch: T[]) => Promise<void>,

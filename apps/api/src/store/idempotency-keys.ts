@@ -23,16 +23,10 @@ const SQL = statements('keys', {
     WHERE claimed_at < {now - @olderThanMs} ORDER BY claimed_at LIMIT @limit {skip locked})`,
 });
 
-/**
- * The Idempotency-Key table. A claim commits on its own, so every process sees it at once; the answer
- * is stored in the change's transaction. Times are the store's clock.
- */
+/** The Idempotency-Key table: a claim commits alone, so all see it; the answer commits with the change. */
 export function idempotencyKeys(db: Db) {
   return {
-    /**
-     * Takes `key` when free, expired (claimed over `ttlMs` ago), or in flight over `inFlightMs` with the
-     * same fingerprint (a crashed request's); otherwise reports what holds it.
-     */
+    /** Takes `key` when free, expired (`ttlMs`) or a crashed request's (`inFlightMs`, same fingerprint). */
     async claim(
       options: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number },
     ): Promise<ClaimOutcome> {

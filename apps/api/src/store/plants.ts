@@ -110,10 +110,7 @@ export async function serverPage(db: Db, options: ListOptions): Promise<PlantPag
 const meets = (expected: Expected | undefined, version: bigint) =>
   expected === undefined || expected === 'any' || expected.includes(version);
 
-/**
- * How an engine runs the changes below: `transaction` appends events (and wakes or NOTIFYs the
- * watchers); `lockEvents` is taken before an event id is drawn, so ids commit in order.
- */
+/** How an engine appends events; `lockEvents` is taken before an event id is drawn, so ids commit in order. */
 export type ChangeEngine = {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   lockEvents(tx: Tx): Promise<void>;
@@ -122,10 +119,7 @@ export type ChangeEngine = {
 /** What a keyed change's transaction answers when its request no longer holds the key. */
 export const CLAIM_LOST = Symbol('claim lost');
 
-/**
- * Updates and deletes, the same on both stores: the row is locked before it is checked against `expected`
- * (so of two changes expecting one version, the second sees the first's), then changed in one transaction.
- */
+/** Updates and deletes: the row is locked before checking `expected`, so a second change sees the first's. */
 export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
   async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
     const result = await transaction(async (tx) =>

@@ -11,10 +11,7 @@ export { migratePostgres } from './postgres/migrate.ts';
 
 const PING = sql('postgres.ping', 'SELECT 1');
 
-/**
- * The store for several instances, migrated first. A create is answered after its COMMIT, durable by
- * `synchronous_commit = on`; concurrent creates of one id are decided by the primary key.
- */
+/** The store for several instances: creates answered after a durable COMMIT, one id decided by its key. */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
   const connection = connect(options);

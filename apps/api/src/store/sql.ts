@@ -21,9 +21,8 @@ export interface Db {
 export interface Tx {
   run<R = unknown>(statement: Statement, params?: Params): Promise<Result<R>>;
   /**
-   * Holds lock (`key`, `name`) to the transaction's end, so later statements see all its last holder
-   * committed: on PostgreSQL an advisory lock in a statement of its own (the next snapshot is taken
-   * after it); on SQLite nothing, the transaction holds the only write lock.
+   * Holds lock (`key`, `name`), so later statements see all its last holder committed: PostgreSQL's
+   * advisory lock, alone (the next snapshot follows it); SQLite's transaction holds the only write lock.
    */
   lock(key: number, name: string): Promise<void>;
 }

@@ -49,10 +49,7 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
 
-  /**
-   * Runs `work` on one connection within one call's time bound, each statement getting what is left.
-   * A connection that failed other than by its statement is closed, not reused.
-   */
+  /** Runs `work` on one connection within one call's time bound; a broken connection is not reused. */
   async function withClient<T>(work: (run: Tx['run']) => Promise<T>): Promise<T> {
     const deadline = performance.now() + timeoutMs;
     let client: pg.PoolClient;

@@ -4,10 +4,7 @@ import type { PostgresStoreOptions } from './connection.ts';
 
 const RECONNECT_MS = 500;
 
-/**
- * `EventLog.watch` on PostgreSQL: one connection LISTENs on `channel`, reopened when lost. Listeners are
- * called for each notification and after each (re)connection, as those sent meanwhile are lost.
- */
+/** `EventLog.watch`: one connection LISTENs, reopened when lost; listeners also hear each (re)connection. */
 export function notifications({
   url,
   channel,

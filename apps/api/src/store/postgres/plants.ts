@@ -13,9 +13,8 @@ export const EVENTS_CHANNEL = 'plant_store_events';
 const EVENTS_LOCK_KEY = '7234917730117002';
 
 /**
- * Creates the plants of `@ids`, `@names`, `@tags` (unnest zips the arrays into rows) where `guard` holds,
- * each with its event (its version, drawn after the events lock in the join), deliveries and fan-out
- * (an endpoint disabled meanwhile may still get one: the worker fails it). An existing id adds nothing.
+ * Creates the plants of `@ids`, `@names`, `@tags` where `guard` holds, each with its event (versions are
+ * drawn after the events lock, in the join), deliveries and fan-out; an existing id adds nothing.
  */
 const created = (guard: string) => `
   numbered AS (SELECT p.id, p.name, p.tag, nextval(pg_get_serial_sequence('plant_events', 'id')) AS version
@@ -43,9 +42,8 @@ const unkeyed = `
   SELECT created.id, created.version, (SELECT pg_notify('${EVENTS_CHANNEL}', '')) AS notified FROM created`;
 
 /**
- * A keyed create in one statement: `held` locks the key's row while `@claim` holds it, and only then is
- * the plant made and its answer stored. A concurrent takeover either waits and finds the key completed,
- * or commits first, and then `held` finds another claim and nothing changes.
+ * A keyed create: `held` locks the key's row while `@claim` holds it, and only then is the plant made.
+ * A concurrent takeover waits and finds the key completed, or commits first and nothing changes.
  */
 const keyed = `
   WITH held AS (SELECT 1 FROM idempotency_keys

@@ -17,12 +17,9 @@ type Write = {
 };
 
 /**
- * The SQLite commit path, WAL with synchronous=NORMAL: a group commit is one transaction, then the log
- * is fdatasync'd on libuv's pool and only then are its writes answered: synchronous=FULL's guarantee
- * without blocking the event loop. Reads wait for the sync, so nobody sees what is not yet durable.
- *
- * A failed COMMIT or sync is fatal (`PlantStore.failed`): the kernel may drop the failed pages while a
- * later sync succeeds, so every later call is rejected until a new process recovers from disk.
+ * SQLite's commit path (WAL, synchronous=NORMAL): a group commit is one transaction, whose writes are
+ * answered once the log is fdatasync'd off the event loop; reads wait, so nobody sees what is not durable.
+ * A failed COMMIT or sync is fatal: the kernel may drop the pages while a later sync succeeds.
  */
 export function sqliteCommit(db: Connection, path: string) {
   // SQLite keeps this inode as its log while the connection is open.
