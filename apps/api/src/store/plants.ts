@@ -110,7 +110,7 @@ export async function serverPage(db: Db, options: ListOptions): Promise<PlantPag
 const meets = (expected: Expected | undefined, version: bigint) =>
   expected === undefined || expected === 'any' || expected.includes(version);
 
-/** How an engine appends events; `lockEvents` is taken before an event id is drawn, so ids commit in order. */
+/** How an engine appends events; `lockEvents` is taken before drawing an event id, so ids commit in order. */
 export type ChangeEngine = {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   lockEvents(tx: Tx): Promise<void>;
