@@ -37,9 +37,8 @@ export async function migrate(
 ): Promise<MigrationResult> {
   if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
   return driver.locked(CREATE_TABLE(driver.dialect), async () => {
-    const done = new Set(
-      (await driver.all<{ version: number | bigint }>(SQL.applied)).map((row) => Number(row.version)),
-    );
+    const applied = await driver.all<{ version: number | bigint }>(SQL.applied);
+    const done = new Set(applied.map((row) => Number(row.version)));
     const result: MigrationResult = { applied: [], reverted: [] };
     for (const migration of [...migrations].reverse()) {
       if (migration.version <= to || !done.has(migration.version)) continue;

@@ -33,8 +33,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 2,
     name: 'create webhook deliveries',
-    // The outbox (deliveries.ts). `payload` is TEXT, not JSONB, so every attempt signs the same bytes;
-    // while an attempt runs, `next_attempt_at` is its lease's end, so one due-index serves both.
+    // `payload` is TEXT, not JSONB, so every attempt signs the same bytes; `next_attempt_at` ends a lease.
     up: (dialect) => `
       CREATE TABLE webhook_deliveries (
         id TEXT PRIMARY KEY,
@@ -70,8 +69,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 4,
     name: 'index webhook deliveries by subscriber',
-    // Subscribers are claimed one by one, so no backlog stands before another's: (url, next_attempt_at)
-    // serves the claim and the loose index scan for subscribers. Delivered rows are pruned by their own.
+    // Subscribers are claimed one by one, so no backlog stands before another's.
     up: `
       CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending';
       CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (updated_at) WHERE status = 'delivered';
@@ -86,8 +84,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 5,
     name: 'create plant events',
-    // The event log (events.ts), written in each change's transaction. Ids commit in order (AUTOINCREMENT;
-    // on PostgreSQL, an advisory lock held while drawing one), so a reader at n has seen all below n.
+    // Ids commit in order (AUTOINCREMENT; PostgreSQL: an advisory lock held from drawing one to COMMIT).
     // `event_log` keeps the greatest id pruned, to tell a resume from a pruned past (410).
     up: (dialect) => `
       CREATE TABLE plant_events (
@@ -113,8 +110,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 6,
     name: 'create idempotency keys',
-    // Idempotency-Key (idempotency.ts): a claim inserts the row (no `status`: in flight), and the
-    // change's transaction stores its answer in it, so the two commit together.
+    // A claim inserts the row (no `status`: in flight); the change's transaction stores its answer.
     up: (dialect) => `
       CREATE TABLE idempotency_keys (
         token_name TEXT NOT NULL,
@@ -133,9 +129,8 @@ export const migrations: readonly Migration[] = [
   {
     version: 7,
     name: 'create webhook endpoints',
-    // Endpoints owned by a token's name, with sealed secrets only. No foreign key from deliveries (a
-    // create fanning out to an endpoint being deleted must not fail): deleting one deletes them. Operator
-    // and endpoint deliveries have their own due indexes, so neither walks past the other's rows.
+    // No foreign key from deliveries: a create fanning out to an endpoint being deleted must not fail.
+    // Operator and endpoint deliveries have their own due indexes, so neither walks past the other's rows.
     up: (dialect) => `
       CREATE TABLE webhook_endpoints (
         id TEXT PRIMARY KEY,
@@ -175,9 +170,8 @@ export const migrations: readonly Migration[] = [
   {
     version: 8,
     name: 'disable webhook endpoints',
-    // Disabled endpoints get no fan-out. Tokens once named by position (`api-token-N`) are now named by
-    // digest: their endpoints are disabled, never handed to whichever token now stands there, as are
-    // revoked tokens'. Reverting deletes disabled endpoints: version 7 would deliver to them again.
+    // Endpoints of positional token names (`api-token-N`) are disabled, never handed to whichever token
+    // now stands there. Reverting deletes disabled endpoints: version 7 would deliver to them again.
     up: (dialect) => `
       ALTER TABLE webhook_endpoints ADD COLUMN disabled_at ${time[dialect]};
       ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT

@@ -18,23 +18,17 @@ export type ListOptions = {
   tag?: string | undefined;
   namePrefix?: string | undefined;
 };
-
 export type PlantField = (typeof PLANT_FIELDS)[number];
-
 /** What an update sets: the members present; `tag: null` removes the tag. */
 export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
-
 /** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
 export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
-
 export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
-
 export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
   return tag === null ? { id, name, version } : { id, name, tag, version };
 }
 
 export type Filter = 'tag' | 'prefix' | 'both';
-
 export function filterOf({ tag, namePrefix }: ListOptions): Filter | undefined {
   if (tag === undefined) return namePrefix === undefined ? undefined : 'prefix';
   return namePrefix === undefined ? 'tag' : 'both';

@@ -103,13 +103,10 @@ export function postgresPlants(
   poolSize: number,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const { exec, call, db } = connection;
-  const insert = async (batch: readonly PendingCreate[]) =>
-    new Map(
-      (await exec<{ id: bigint; version: string }>(SQL.createBatch, creations(batch))).rows.map((row) => [
-        row.id,
-        BigInt(row.version),
-      ]),
-    );
+  const insert = async (batch: readonly PendingCreate[]) => {
+    const { rows } = await exec<{ id: bigint; version: string }>(SQL.createBatch, creations(batch));
+    return new Map(rows.map((row) => [row.id, BigInt(row.version)]));
+  };
   const versionOf = (inserted: Map<bigint, bigint>, id: bigint) => inserted.get(id) ?? false;
 
   const creates = groupCommit<PendingCreate>(
