@@ -16,6 +16,9 @@ type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' |
   events: string;
 };
 type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
+type NewEndpoint = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
+  events?: PlantEventType[];
+};
 type Patch = { events?: PlantEventType[] | undefined; description?: string | null | undefined };
 
 function toEndpoint(row: EndpointRow): StoredEndpoint {
@@ -92,12 +95,7 @@ export function webhookEndpoints(db: Db) {
   const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
   return {
     /** Registers an endpoint (`secret` sealed), unless its owner already has `maxPerOwner`: then `false`. */
-    create: (
-      endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
-        events?: PlantEventType[];
-      },
-      { maxPerOwner }: { maxPerOwner: number },
-    ) =>
+    create: (endpoint: NewEndpoint, { maxPerOwner }: { maxPerOwner: number }) =>
       db.transaction(async (tx) => {
         await tx.lock(ENDPOINTS_LOCK_KEY, endpoint.owner);
         const { events = DEFAULT_ENDPOINT_EVENTS } = endpoint;

@@ -86,17 +86,12 @@ export const getPlant = (db: Db) => (id: bigint) =>
 
 /** A page of plants bounded by the server: PostgreSQL's `list`. */
 export async function serverPage(db: Db, options: ListOptions): Promise<PlantPage> {
-  const { limit, after, maxBytes = PAGE_BUDGET_BYTES, tag, namePrefix } = options;
+  const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
   const from = pageStart(after);
   if (from === undefined) return { plants: [], more: false };
   const statement = SQL[`page.${filterOf(options) ?? 'all'}`];
-  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, {
-    tag,
-    namePrefix,
-    from,
-    limit: limit + 1,
-    maxBytes,
-  });
+  const params = { ...options, from, limit: limit + 1, maxBytes };
+  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, params);
   const plants = rows.slice(0, limit).map(toPlant);
   return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
 }

@@ -1,12 +1,8 @@
 export type Dialect = 'sqlite' | 'postgres';
-
 /** A statement in one dialect, with the names of the parameters it binds, in order. */
 export type Compiled = { text: string; names: string[] };
-
 export type Statement = { name: string } & Record<Dialect, Compiled>;
-
 export type Params = Record<string, unknown>;
-
 export type Result<R> = { rows: R[]; changes: number };
 
 /** How the shared parts run statements; each engine provides one. */
@@ -95,7 +91,7 @@ export async function atomically<T>(
 export const bind = ({ names }: Compiled, params: Params, now?: number) =>
   names.map((name) => (name === 'now' && now !== undefined ? now : (params[name] ?? null)));
 
+/** A time as read: SQLite keeps epoch milliseconds, PostgreSQL a Date. */
 export type Time = Date | bigint;
-
 export const toDate = (time: Time): Date => (time instanceof Date ? time : new Date(Number(time)));
 export const toDateOrNull = (time: Time | null): Date | null => (time === null ? null : toDate(time));

@@ -5,7 +5,6 @@ import { StoreUnavailableError } from '../store.ts';
 
 /** `DATABASE_URL`, `DATABASE_POOL_SIZE` and `DATABASE_TIMEOUT_MS` (see `StoreConfig`). */
 export type PostgresStoreOptions = Omit<Extract<StoreConfig, { kind: 'postgres' }>, 'kind'>;
-
 export const APPLICATION_NAME = 'plant-store-api';
 export const DURABLE_SESSION = '-c synchronous_commit=on';
 
