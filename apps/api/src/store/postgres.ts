@@ -3,26 +3,21 @@ import { notifications } from './postgres/listen.ts';
 import { migratePostgres } from './postgres/migrate.ts';
 import { EVENTS_CHANNEL, postgresPlants } from './postgres/plants.ts';
 import { sharedParts } from './shared.ts';
-import { sql } from './sql.ts';
 import type { PlantStore } from './store.ts';
 
 export { DURABLE_SESSION, type PostgresStoreOptions } from './postgres/connection.ts';
 export { migratePostgres } from './postgres/migrate.ts';
 
-const PING = sql('postgres.ping', 'SELECT 1');
-
 /** The store for several instances: creates answered after a durable COMMIT, one id decided by its key. */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PlantStore> {
   await migratePostgres(options);
   const connection = connect(options);
-  const { db } = connection;
   const events = notifications({ ...options, channel: EVENTS_CHANNEL });
   return {
     ...postgresPlants(connection, options.poolSize),
-    ping: async () => void (await db.all(PING)),
     // Each call fails or succeeds on its own, and the store recovers when the server does.
     failed: new Promise<Error>(() => {}),
-    ...sharedParts(db, events.watch),
+    ...sharedParts(connection.db, events.watch),
     close: () => connection.close(events.stop),
   };
 }

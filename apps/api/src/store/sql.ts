@@ -34,15 +34,14 @@ export interface Tx {
  * - `{delivery id}`: a new random `webhook-id`.
  */
 export function statements<K extends string>(prefix: string, texts: Record<K, string>): Record<K, Statement> {
-  const entries = Object.entries<string>(texts).map(([key, text]) => [key, sql(`${prefix}.${key}`, text)]);
+  const entries = Object.entries<string>(texts).map(([key, text]) => {
+    const name = `${prefix}.${key}`;
+    if (registered.has(name)) throw new Error(`Two statements are named ${name}`);
+    const statement = { name, sqlite: compile(text, 'sqlite'), postgres: compile(text, 'postgres') };
+    registered.set(name, statement);
+    return [key, statement];
+  });
   return Object.fromEntries(entries) as Record<K, Statement>;
-}
-
-export function sql(name: string, text: string): Statement {
-  if (registered.has(name)) throw new Error(`Two statements are named ${name}`);
-  const statement = { name, sqlite: compile(text, 'sqlite'), postgres: compile(text, 'postgres') };
-  registered.set(name, statement);
-  return statement;
 }
 
 export const registered = new Map<string, Statement>();

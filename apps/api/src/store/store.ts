@@ -38,7 +38,6 @@ export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<t
   ): Promise<bigint | false>;
   /** Plants by id after `after`, filtered: up to `limit` and `maxBytes` (at least one), a row read ahead. */
   list(options: ListOptions): Promise<PlantPage>;
-  ping(): Promise<void>;
   /** Resolves once writes cannot be trusted (SQLite after a failed sync): calls reject until a restart. */
   readonly failed: Promise<Error>;
   close(): Promise<void>;
