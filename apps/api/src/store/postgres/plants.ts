@@ -125,10 +125,7 @@ export function postgresPlants(
         else
           await Promise.all(
             batch.map((entry) =>
-              insert([entry]).then(
-                (inserted) => entry.resolve(versionOf(inserted, entry.plant.id)),
-                entry.reject,
-              ),
+              insert([entry]).then((ids) => entry.resolve(versionOf(ids, entry.plant.id)), entry.reject),
             ),
           );
         // The batch's span says its statement failed, whatever became of its creates.
