@@ -80,7 +80,6 @@ const SQL = statements('plants', {
 export const KEYED = { hold: SQL.hold, answer: SQL.answer };
 export const FAN_OUT = SQL.fanOut;
 
-/** `PlantStore.get`, the same on both stores. */
 export const getPlant = (db: Db) => (id: bigint) =>
   db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
 
