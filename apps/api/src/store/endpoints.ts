@@ -16,6 +16,10 @@ type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' |
   events: string;
 };
 type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
+type NewEndpoint = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
+  events?: PlantEventType[];
+};
+type Patch = { events?: PlantEventType[] | undefined; description?: string | null | undefined };
 
 function toEndpoint(row: EndpointRow): StoredEndpoint {
   const { id, owner, url, description, secret, disabled_at: at, disabled_reason: reason } = row;
@@ -76,80 +80,46 @@ const SQL = statements('endpoints', {
     FROM webhook_endpoints AS e WHERE ${OWNED} ORDER BY created_at, {seq}`,
 });
 
-/**
- * The lock a registration holds while it counts and inserts an owner's endpoints, so concurrent
- * registrations of one owner (on any instance) never pass the limit together: any fixed int4 no
- * other application takes.
- */
+/** Held while counting and inserting an owner's endpoints, so no two instances pass the limit together. */
 const ENDPOINTS_LOCK_KEY = 723491773;
 
-/**
- * Disables the endpoints `owner` has enabled (a revoked token's) and fails their pending deliveries,
- * in `tx`; resolves with how many.
- */
+/** Disables a revoked token's endpoints and fails their pending deliveries, in `tx`; resolves how many. */
 export async function disableOwnedBy(tx: Tx, owner: string): Promise<number> {
   const { rows } = await tx.run<{ id: string }>(SQL.disableOwned, { owner });
   for (const { id } of rows) await tx.run(SQL.failPending, { id, error: disabledError('token_revoked') });
   return rows.length;
 }
 
-/**
- * Registered webhook endpoints, the same on both stores. Every call that names an endpoint also names
- * its owner, except those of the delivery worker and the admin commands: another owner's endpoint is
- * not found.
- */
+/** Registered webhook endpoints. Calls (but the worker's and admin's) name the owner; others' are hidden. */
 export function webhookEndpoints(db: Db) {
   const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
   return {
     /** Registers an endpoint (`secret` sealed), unless its owner already has `maxPerOwner`: then `false`. */
-    create: (
-      endpoint: Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
-        /** Default: plant.created only. */
-        events?: PlantEventType[];
-      },
-      { maxPerOwner }: { maxPerOwner: number },
-    ) =>
+    create: (endpoint: NewEndpoint, { maxPerOwner }: { maxPerOwner: number }) =>
       db.transaction(async (tx) => {
         await tx.lock(ENDPOINTS_LOCK_KEY, endpoint.owner);
         const { events = DEFAULT_ENDPOINT_EVENTS } = endpoint;
         const params = { ...endpoint, events: events.join(','), maxPerOwner };
         return first((await tx.run<EndpointRow>(SQL.create, params)).rows) ?? false;
       }),
-    /** The owner's endpoints, oldest first. */
     list: async (owner: string) => (await db.all<EndpointRow>(SQL.list, { owner })).map(toEndpoint),
-    /** The endpoint, if it exists and belongs to `owner` (any owner's when `owner` is omitted). */
+    /** The endpoint, if it belongs to `owner` (when given). */
     get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
-    /** Changes what `patch` names of the owner's endpoint (`description: null` removes it); `undefined` when it has none such. */
-    update: async (
-      id: string,
-      owner: string,
-      {
-        events,
-        description,
-      }: { events?: PlantEventType[] | undefined; description?: string | null | undefined },
-    ) => {
-      const params = {
-        id,
-        owner,
-        events: events?.join(','),
-        description,
-        clearDescription: description === null ? 1 : 0,
-      };
+    /** Changes what the patch names (`description: null` removes it); `undefined` when no such endpoint. */
+    update: async (id: string, owner: string, patch: Patch) => {
+      const { events, description } = patch;
+      const clearDescription = description === null ? 1 : 0;
+      const params = { id, owner, events: events?.join(','), description, clearDescription };
       return first((await db.run<EndpointRow>(SQL.update, params)).rows);
     },
-    /** Deletes the endpoint and all of its deliveries, in one transaction, as `get` finds it; `false` when none. */
+    /** Deletes the endpoint, as `get` finds it, with its deliveries; `false` when none. */
     delete: (id: string, owner?: string) =>
       db.transaction(async (tx) => {
         if ((await tx.run(SQL.delete, { id, owner })).changes === 0) return false;
         await tx.run(SQL.deleteDeliveries, { id });
         return true;
       }),
-    /**
-     * Disables the endpoint: create fans out to it no more, and in the same transaction its pending
-     * deliveries become failed with `disabledError` of its reason. An endpoint already disabled keeps
-     * the time and reason it has (its pending deliveries, enqueued by a create that raced the
-     * disabling, are failed all the same). `undefined` when there is no such endpoint.
-     */
+    /** Disables the endpoint and fails its pending deliveries (again if disabled: a racing create's). */
     disable: (id: string, reason: EndpointDisabledReason) =>
       db.transaction(async (tx) => {
         const endpoint = first((await tx.run<EndpointRow>(SQL.disable, { id, reason })).rows);
@@ -157,15 +127,12 @@ export function webhookEndpoints(db: Db) {
           await tx.run(SQL.failPending, { id, error: disabledError(endpoint.disabled.reason) });
         return endpoint;
       }),
-    /** Enables a disabled endpoint again (its failed deliveries stay failed); `undefined` when none. */
+    /** Enables a disabled endpoint (its failed deliveries stay failed). */
     enable: async (id: string) => first((await db.run<EndpointRow>(SQL.enable, { id })).rows),
-    /**
-     * Makes `secret` (sealed) the endpoint's secret and its current one the previous, signing alongside
-     * for `overlapMs` more (the one before that is dropped); `undefined` when the owner has no such endpoint.
-     */
+    /** Makes `secret` current; the current one signs alongside for `overlapMs` more. */
     rotate: async (id: string, owner: string, options: { secret: string; overlapMs: number }) =>
       first((await db.run<EndpointRow>(SQL.rotate, { id, owner, ...options })).rows),
-    /** Every endpoint (of one owner, when given), oldest first, with pending and failed delivery counts. */
+    /** Every endpoint (of `owner`, when given) with its pending and failed delivery counts. */
     summaries: async (options: { owner?: string }) =>
       (await db.all<SummaryRow>(SQL.summaries, options)).map(toSummary),
   };

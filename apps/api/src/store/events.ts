@@ -2,16 +2,14 @@ import { toPlant } from './plants.ts';
 import { type Db, type Params, type Statement, statements, type Time, toDate } from './sql.ts';
 import type { Prune, StoredEvent } from './store.ts';
 
-/** An event as the log keeps it: a deletion keeps only the plant's id. */
 type EventRow = Pick<StoredEvent, 'id' | 'type'> & {
   plant_id: bigint;
   name: string | null;
   tag: string | null;
-  /** An update's changed fields, comma-separated. */
   changed: string | null;
 };
 
-/** An event as the log keeps it; a created or updated plant's version is the event's id. */
+/** A created or updated plant's version is its event's id; a deletion keeps only the plant's id. */
 function toEvent(row: EventRow & { created_at: Time }): StoredEvent {
   const { id, type, plant_id } = row;
   const createdAt = toDate(row.created_at);
@@ -30,43 +28,29 @@ const SQL = statements('events', {
   prunedThrough: 'SELECT pruned_through AS n FROM event_log WHERE id = 1',
   countAfter:
     'SELECT count(*) AS n FROM (SELECT 1 FROM plant_events WHERE id > @after ORDER BY id LIMIT @limit) AS following',
-  // Oldest first; events another instance is pruning right now are left to it.
   prune: `DELETE FROM plant_events WHERE id IN (SELECT id FROM plant_events
     WHERE created_at < {now - @olderThanMs} ORDER BY id LIMIT @limit {skip locked}) RETURNING id`,
   recordPruned: 'UPDATE event_log SET pruned_through = @through WHERE id = 1 AND pruned_through < @through',
 });
 
-/**
- * Calls `listener` whenever events may have been appended: after this process's commits and, on
- * PostgreSQL, on every instance's (LISTEN/NOTIFY). Notifications can be missed; the log is the
- * truth. Returns the function that stops it.
- */
+/** Calls `listener` after commits that may have appended events (any instance's, on PostgreSQL). */
 export type Watch = (listener: () => void) => () => void;
 
-/**
- * The log of committed changes, the same on both stores: every create and delete, in commit order,
- * each with an id greater than every id committed before it (a reader that has seen id n never later
- * finds a new event below n). An event exists if and only if its change committed: its append is part
- * of each store's create and delete, and `watch` is the store's own (its commits, or LISTEN/NOTIFY).
- */
+/** The log of committed changes: a reader at id n never later finds one below n, nor one uncommitted. */
 export function eventLog(db: Db, watch: Watch) {
   const scalar = async (statement: Statement, params?: Params) =>
     (await db.all<{ n: bigint }>(statement, params))[0]!.n;
   return {
-    /** Up to `limit` events with ids greater than `after`, ascending. */
     after: async (after: bigint, limit: number) =>
       (await db.all<EventRow & { created_at: Time }>(SQL.after, { after, limit })).map(toEvent),
     /** The greatest event id, or 0n when the log is empty (and nothing was ever pruned). */
     head: () => scalar(SQL.head),
     /** The greatest id pruned so far, 0n when none: a reader resuming below it has missed events. */
     prunedThrough: () => scalar(SQL.prunedThrough),
-    /** How many events have ids greater than `after`, counted no further than `limit` (an index scan of at most that). */
+    /** How many events follow `after`, counted no further than `limit`. */
     countAfter: async (after: bigint, limit: number) =>
       Number(await scalar(SQL.countAfter, { after, limit })),
-    /**
-     * Deletes up to `limit` events older than `olderThanMs`, oldest first; resolves with how many. The
-     * greatest id pruned is recorded in the same transaction (see migration 5).
-     */
+    /** Deletes old events (see `Prune`), recording the greatest id pruned in the same transaction. */
     prune: (options: Prune) =>
       db.transaction(async (tx) => {
         const { rows } = await tx.run<{ id: bigint }>(SQL.prune, options);

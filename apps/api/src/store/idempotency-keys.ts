@@ -4,13 +4,9 @@ import type { ClaimOutcome, KeyClaim, Prune } from './store.ts';
 type KeyRow = { fingerprint: string; status: number | bigint | null; body: string | null };
 
 const SQL = statements('keys', {
-  /**
-   * Takes a key: its row is inserted, or an expired (claimed before `@ttlMs`) or stale one (in flight
-   * for longer than `@inFlightMs`, same fingerprint: a crashed request's) taken over, and `claim`
-   * comes back; nothing comes back when another request holds it. Concurrent claims of one key, from
-   * any instance, are decided by the primary key: ON CONFLICT waits for the other claim's commit and
-   * then re-checks the row.
-   */
+  // Inserts the row or takes over an expired or stale one; concurrent claims are decided by the
+  // primary key (ON CONFLICT waits for the other's commit and re-checks the row).
+
   take: `INSERT INTO idempotency_keys (token_name, key, fingerprint, claim, claimed_at)
     VALUES (@tokenName, @key, @fingerprint, @claim, {now})
     ON CONFLICT (token_name, key) DO UPDATE
@@ -23,25 +19,14 @@ const SQL = statements('keys', {
   read: 'SELECT fingerprint, status, body FROM idempotency_keys WHERE token_name = @tokenName AND key = @key',
   release: `DELETE FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL`,
-  // Oldest first; keys another instance is pruning right now are left to it.
   prune: `DELETE FROM idempotency_keys WHERE (token_name, key) IN (SELECT token_name, key FROM idempotency_keys
     WHERE claimed_at < {now - @olderThanMs} ORDER BY claimed_at LIMIT @limit {skip locked})`,
 });
 
-/**
- * The Idempotency-Key table, the same on both stores. Each call commits on its own (a claim is its
- * own short transaction), so a claim is seen at once by every process sharing the store; the answer
- * itself is stored by a keyed create or delete in the change's transaction (sqlite/plants.ts,
- * postgres/plants.ts). Times are the store's clock.
- */
+/** The Idempotency-Key table: a claim commits alone, so all see it; the answer commits with the change. */
 export function idempotencyKeys(db: Db) {
   return {
-    /**
-     * Takes `key` for this request when nobody holds it, when its holder claimed it more than
-     * `ttlMs` ago (the key has expired: whatever it was is forgotten), or when its holder has not
-     * completed within `inFlightMs` and the fingerprint is the same (a crashed request's claim).
-     * Otherwise reports what holds it.
-     */
+    /** Takes `key` when free, expired (`ttlMs`) or a crashed request's (`inFlightMs`, same fingerprint). */
     async claim(
       options: KeyClaim & { fingerprint: string; inFlightMs: number; ttlMs: number },
     ): Promise<ClaimOutcome> {
@@ -55,9 +40,8 @@ export function idempotencyKeys(db: Db) {
         return { state: 'completed', fingerprint, answer: { status: Number(status), body } };
       }
     },
-    /** Frees a claim that made no change (the request failed), if this request still holds it. */
+    /** Frees a claim that made no change, if this request still holds it. */
     release: async (claim: KeyClaim) => void (await db.run(SQL.release, claim)),
-    /** Deletes keys claimed more than `olderThanMs` ago (see `Prune`); resolves with how many. */
     prune: async (options: Prune) => (await db.run(SQL.prune, options)).changes,
   };
 }

@@ -2,23 +2,15 @@ import { LATEST_VERSION, type Migration, migrations } from './migrations.ts';
 import { type Dialect, type Params, type Statement, statements } from './sql.ts';
 import { StoreUnavailableError } from './store.ts';
 
-/** What one store lends the runner. */
 export type MigrationDriver = {
   dialect: Dialect;
-  /**
-   * Runs `work` holding the lock that lets one process migrate a database at a time, with
-   * `schema_migrations` created (`createTable`, on SQLite before the run's transaction): others
-   * wait, then find nothing left to do.
-   */
+  /** Runs `work` holding the lock that lets one process migrate at a time, `createTable` run first. */
   locked<T>(createTable: string, work: () => Promise<T>): Promise<T>;
-  /** Runs `work` (one version's statements and its record) all or nothing. */
   atomically(work: () => Promise<void>): Promise<void>;
-  /** Runs `sql`, which may hold several statements. */
   exec(sql: string): Promise<void>;
   all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
 
-/** What `schema_migrations` records: SQLite keeps `applied_at` as text, PostgreSQL as a time. */
 const CREATE_TABLE = (dialect: Dialect) =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${dialect === 'sqlite' ? 'TEXT NOT NULL' : 'TIMESTAMPTZ NOT NULL DEFAULT now()'})`;
 const LABEL = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
@@ -29,31 +21,24 @@ const SQL = statements('migrations', {
   forget: 'DELETE FROM schema_migrations WHERE version = @version',
 });
 
-/** Where to take the schema: a version of `migrations.ts`, or 0 for none at all. Default: the newest. */
+/** Where to take the schema: a version, or 0 for none; by default the newest. */
 export type MigrateOptions = { to?: number };
 
-/** The versions one run applied and reverted, in the order it did so. */
 export type MigrationResult = { applied: number[]; reverted: number[] };
 
-/** Whether `version` is one `migrate --to` can take the schema to. */
 export function isSchemaVersion(version: number): boolean {
   return version === 0 || migrations.some((migration) => migration.version === version);
 }
 
-/**
- * Takes the database to schema version `to`, under the driver's lock: reverts the applied versions
- * above it (newest first), then applies the missing ones up to it (oldest first). Versions recorded
- * by a newer release of this code are left alone.
- */
+/** Reverts the versions above `to`, newest first, then applies the missing ones; a newer release's stay. */
 export async function migrate(
   driver: MigrationDriver,
   { to = LATEST_VERSION }: MigrateOptions = {},
 ): Promise<MigrationResult> {
   if (!isSchemaVersion(to)) throw new RangeError(`There is no schema version ${to}`);
   return driver.locked(CREATE_TABLE(driver.dialect), async () => {
-    const done = new Set(
-      (await driver.all<{ version: number | bigint }>(SQL.applied)).map((row) => Number(row.version)),
-    );
+    const applied = await driver.all<{ version: number | bigint }>(SQL.applied);
+    const done = new Set(applied.map((row) => Number(row.version)));
     const result: MigrationResult = { applied: [], reverted: [] };
     for (const migration of [...migrations].reverse()) {
       if (migration.version <= to || !done.has(migration.version)) continue;

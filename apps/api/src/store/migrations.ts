@@ -5,13 +5,9 @@ type Sql = string | ((dialect: Dialect) => string);
 
 export type Migration = { version: number; name: string; up: Sql; down: Sql };
 
-/**
- * A point in time, per dialect: SQLite keeps milliseconds since the epoch (set by the store), and
- * PostgreSQL a TIMESTAMPTZ that defaults to now().
- */
+/** A time: SQLite keeps epoch milliseconds (set by the store), PostgreSQL a TIMESTAMPTZ. */
 const time = { sqlite: 'INTEGER', postgres: 'TIMESTAMPTZ' } as const;
 const stamped = { sqlite: 'INTEGER NOT NULL', postgres: 'TIMESTAMPTZ NOT NULL DEFAULT now()' } as const;
-/** The time now, as `time` keeps it. */
 const now = { sqlite: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", postgres: 'now()' } as const;
 /** The positional names configured tokens had before version 8 (`isLegacyTokenName` in auth.ts). */
 const legacyOwner = {
@@ -21,18 +17,15 @@ const legacyOwner = {
 } as const;
 
 /**
- * The schema versions of both stores, applied in order by `migrate.ts` (at start-up and by the
- * `migrate` command), and reverted in reverse order by `migrate --to N`. Never edit a released one:
- * add the next. Versions and names are what `schema_migrations` records, so they never change.
- * Keep to SQL that PostgreSQL-compatible distributed engines (CockroachDB, YugabyteDB) also run:
- * plain types, no extensions, no triggers.
+ * Both stores' schema versions, applied in order and reverted by `migrate --to N`. Never edit a released
+ * one (`schema_migrations` records them): add the next. Keep to SQL that CockroachDB and YugabyteDB
+ * also run: plain types, no extensions, no triggers.
  */
 export const migrations: readonly Migration[] = [
   {
     version: 1,
     name: 'create plants',
-    // SQLite: INTEGER PRIMARY KEY makes id the rowid (one B-tree, signed 64-bit, no separate index).
-    // PostgreSQL: BIGINT is int8, the full signed 64-bit range of PlantId; the key is the only index.
+    // Both signed 64-bit, PlantId's range; on SQLite, INTEGER PRIMARY KEY makes id the rowid (one B-tree).
     up: (dialect) =>
       `CREATE TABLE plants (id ${dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'} PRIMARY KEY, name TEXT NOT NULL, tag TEXT)`,
     down: 'DROP TABLE plants',
@@ -40,9 +33,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 2,
     name: 'create webhook deliveries',
-    // The webhook outbox (see deliveries.ts). `id` is the `webhook-id`; `payload` is
-    // TEXT, not JSONB, so every attempt sends (and signs) the same bytes. While an attempt runs,
-    // `next_attempt_at` is its lease's end: a claim pushes it forward, so one due-index serves both.
+    // `payload` is TEXT, not JSONB, so every attempt signs the same bytes; `next_attempt_at` ends a lease.
     up: (dialect) => `
       CREATE TABLE webhook_deliveries (
         id TEXT PRIMARY KEY,
@@ -63,8 +54,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 3,
     name: 'create api tokens',
-    // Issued bearer tokens: the SHA-256 digest (hex) of the secret, never the secret. Scopes are a
-    // comma-separated list; revoked tokens stay for audit.
+    // The SHA-256 digest of each token's secret, never the secret; revoked tokens stay for audit.
     up: (dialect) => `
       CREATE TABLE api_tokens (
         name TEXT PRIMARY KEY,
@@ -79,10 +69,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 4,
     name: 'index webhook deliveries by subscriber',
-    // Each subscriber's due deliveries are claimed on their own, so that one subscriber's backlog
-    // never stands in front of another's: (url, next_attempt_at) serves the claim, and lets the
-    // worker find the subscribers with pending deliveries by a loose index scan; it replaces the
-    // due index of version 2. Delivered rows are pruned oldest first, by their own partial index.
+    // Subscribers are claimed one by one, so no backlog stands before another's.
     up: `
       CREATE INDEX webhook_deliveries_due_by_url ON webhook_deliveries (url, next_attempt_at) WHERE status = 'pending';
       CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (updated_at) WHERE status = 'delivered';
@@ -97,10 +84,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 5,
     name: 'create plant events',
-    // The event log (events.ts): one row per committed create or delete, written in the
-    // change's own transaction. `id` only grows: SQLite's AUTOINCREMENT never reuses one, and on
-    // PostgreSQL writers take a transaction-scoped advisory lock before they draw one, so ids also
-    // commit in order and a reader that has seen id n has seen every committed id below it.
+    // Ids commit in order (AUTOINCREMENT; PostgreSQL: an advisory lock held from drawing one to COMMIT).
     // `event_log` keeps the greatest id pruned, to tell a resume from a pruned past (410).
     up: (dialect) => `
       CREATE TABLE plant_events (
@@ -126,10 +110,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 6,
     name: 'create idempotency keys',
-    // Idempotency-Key (see idempotency.ts): one row per key and token name. A request claims the
-    // key by inserting the row (`claim` is its random id; no `status` yet: in flight), and the
-    // transaction that makes its change stores its answer (`status`, `body`) in the row, so the
-    // two commit together. Rows are pruned oldest first by `claimed_at`, through its index.
+    // A claim inserts the row (no `status`: in flight); the change's transaction stores its answer.
     up: (dialect) => `
       CREATE TABLE idempotency_keys (
         token_name TEXT NOT NULL,
@@ -148,15 +129,8 @@ export const migrations: readonly Migration[] = [
   {
     version: 7,
     name: 'create webhook endpoints',
-    // Endpoints third parties register (operations/webhook-endpoints.ts), owned by a token's name.
-    // `secret` and `previous_secret` hold only sealed secrets (webhooks/secrets.ts); the previous
-    // one signs alongside until `previous_secret_expires_at`. A delivery to an endpoint carries its
-    // `endpoint_id` (NULL: an operator subscriber of WEBHOOK_URLS) and a copy of its URL; deleting
-    // an endpoint deletes its deliveries in the same transaction (no foreign key: a create fanning
-    // out to an endpoint being deleted must not fail). Operator and endpoint deliveries are claimed
-    // through their own due indexes, so neither kind walks past the other's rows. An endpoint's
-    // deliveries are listed newest first by enqueue time, ties broken by id on PostgreSQL (whose
-    // times have microseconds) and by rowid, the order of insertion, on SQLite (milliseconds).
+    // No foreign key from deliveries: a create fanning out to an endpoint being deleted must not fail.
+    // Operator and endpoint deliveries have their own due indexes, so neither walks past the other's rows.
     up: (dialect) => `
       CREATE TABLE webhook_endpoints (
         id TEXT PRIMARY KEY,
@@ -196,12 +170,8 @@ export const migrations: readonly Migration[] = [
   {
     version: 8,
     name: 'disable webhook endpoints',
-    // An endpoint can be disabled (see EndpointDisabledReason in store.ts): create fans out only to
-    // enabled ones, and disabling fails the pending deliveries. Configured tokens were named by
-    // position (`api-token-N`, `generated`) and are now named by digest, so what the old names
-    // own is disabled here, never handed to whichever token now stands at that position; so are the
-    // endpoints of tokens revoked before this version. Reverting deletes the disabled endpoints and
-    // their deliveries: version 7 would deliver to them again.
+    // Endpoints of positional token names (`api-token-N`) are disabled, never handed to whichever token
+    // now stands there. Reverting deletes disabled endpoints: version 7 would deliver to them again.
     up: (dialect) => `
       ALTER TABLE webhook_endpoints ADD COLUMN disabled_at ${time[dialect]};
       ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT
@@ -225,21 +195,15 @@ export const migrations: readonly Migration[] = [
   {
     version: 9,
     name: 'index failed webhook deliveries by failure time',
-    // Failed deliveries are pruned WEBHOOK_FAILED_RETENTION_MS after they failed (`updated_at`, which
-    // nothing changes on a failed row), oldest first, by this partial index; a redelivered one that
-    // fails again starts over. The index by `created_at` stays for `webhooks failed` and the metrics.
+    // Failed deliveries are pruned by when they failed (`updated_at`, unchanged on a failed row).
     up: "CREATE INDEX webhook_deliveries_failed_at ON webhook_deliveries (updated_at) WHERE status = 'failed'",
     down: 'DROP INDEX webhook_deliveries_failed_at',
   },
   {
     version: 10,
     name: 'plant versions, updates and endpoint event types',
-    // A plant's `version` is the id of its last event (0: stored before versions, unchanged since);
-    // a tag page reads the (tag, id) index. `plant.updated` events keep the plant after the change
-    // and `changed`, the fields that changed ('name', 'tag' or 'name,tag'). An endpoint's `events`
-    // is the comma-separated list of the types it receives. The CHECKs on event types widen: on
-    // SQLite by moving the column through a copy (a CHECK cannot be altered in place; the columns
-    // are in no index, so DROP COLUMN takes them).
+    // A plant's `version` is its last event's id (0: unchanged since before versions). SQLite cannot
+    // alter a CHECK, so widening one moves the column through a copy (it is in no index).
     up: (dialect) => `
       ALTER TABLE plants ADD COLUMN version ${dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'} NOT NULL DEFAULT 0;
       CREATE INDEX plants_tag ON plants (tag, id);
@@ -262,14 +226,12 @@ export const migrations: readonly Migration[] = [
   {
     version: 11,
     name: 'keep the trace context of webhook deliveries',
-    // The W3C `traceparent` of the traced store call that enqueued the delivery (a create, a ping, a
-    // redelivery), NULL when none was: each attempt's span links to it (docs/tracing.md).
+    // The `traceparent` of the traced call that enqueued a delivery: its attempts link to it.
     up: 'ALTER TABLE webhook_deliveries ADD COLUMN trace_context TEXT',
     down: 'ALTER TABLE webhook_deliveries DROP COLUMN trace_context',
   },
 ];
 
-/** The plant event types, as SQL literals. */
 const EVENTS = ["'plant.created'", "'plant.updated'", "'plant.deleted'"];
 
 /** Replaces the CHECK of `table.column` (TEXT NOT NULL with this default) by `column IN (values)`. */

@@ -13,18 +13,14 @@ export async function openStore(config: StoreConfig): Promise<PlantStore> {
   return openPostgresStore(config);
 }
 
-/**
- * Takes the store's schema to version `to` (default: the newest) and returns, for deployments that
- * migrate as a separate step and for going back a release. Safe to run while instances start or
- * serve, when going up. Resolves with the versions applied and reverted by this run.
- */
+/** Takes the schema to `to` (a separate step, or going back); safe while instances serve, going up. */
 export async function migrateStore(config: StoreConfig, options?: MigrateOptions): Promise<MigrationResult> {
   if (config.kind === 'postgres')
     return (await import('./postgres.ts')).migratePostgres({ ...config, ...options });
   return migrateSqliteFile(config.path, options);
 }
 
-/** Where the store is, for logs: the SQLite file, or the PostgreSQL server and database without credentials. */
+/** Where the store is, for logs, without credentials. */
 export function describeStore(config: StoreConfig): string {
   if (config.kind === 'sqlite') return resolve(config.path);
   // Credentials can sit in the user part and in the query (`?password=`): keep neither.

@@ -1,7 +1,7 @@
 import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
 import type { Expected } from '../conditions.ts';
 import { currentTraceparent } from '../tracing/commit.ts';
-import { type Db, type Statement, statements, type Tx } from './sql.ts';
+import { type Db, statements, type Tx } from './sql.ts';
 import {
   type KeyClaim,
   KeyClaimLostError,
@@ -10,10 +10,7 @@ import {
   type PlantPage,
 } from './store.ts';
 
-/**
- * A page's bounds (see `PlantStore.list`) and filters: only plants with exactly this `tag`, and
- * whose name starts with `namePrefix` (compared exactly), when given.
- */
+/** A page's bounds and filters (see `PlantStore.list`). */
 export type ListOptions = {
   limit: number;
   after?: bigint | undefined;
@@ -21,27 +18,17 @@ export type ListOptions = {
   tag?: string | undefined;
   namePrefix?: string | undefined;
 };
-
-/** A field an update can change. */
 export type PlantField = (typeof PLANT_FIELDS)[number];
-
 /** What an update sets: the members present; `tag: null` removes the tag. */
 export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
-
-/** An update's outcome: the plant after it and the fields it changed (none: a no-op), or the version that failed `expected`. */
+/** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
 export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
-
-/** A plant as SQL answers it: NULL where the schema's `PlantWithId` has no `tag`. */
 export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
-
 export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
   return tag === null ? { id, name, version } : { id, name, tag, version };
 }
 
-/** The condition of a filtered page: a tag, a name prefix, or both. */
 export type Filter = 'tag' | 'prefix' | 'both';
-
-/** Which filter `options` ask for, `undefined` for none. */
 export function filterOf({ tag, namePrefix }: ListOptions): Filter | undefined {
   if (tag === undefined) return namePrefix === undefined ? undefined : 'prefix';
   return namePrefix === undefined ? 'tag' : 'both';
@@ -51,17 +38,12 @@ const TAG = 'tag = @tag';
 // Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
 const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
-/** The filtered plants in id order from `@from`, at most `@limit`: with a tag, through the (tag, id) index. */
+/** The filtered plants in id order from `@from`, at most `@limit` (a tag reads the (tag, id) index). */
 export const filtered = (filter: Filter) =>
   `SELECT id, name, tag, version FROM plants WHERE ${WHERE[filter]} AND id >= @from ORDER BY id LIMIT @limit`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
 
-/**
- * A filtered page, bounded as the unfiltered ones are (see `PlantStore.list`): of the first
- * `@limit` matching plants from `@from`, those within `@maxBytes` of name and tag text (and always
- * the first), with `candidates`, how many there were. With a tag, the (tag, id) index gives the
- * plants in id order, so a page reads only its own rows.
- */
+/** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */
 const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
     SELECT id, name, tag, version, count(*) OVER () AS candidates, row_number() OVER running AS n,
       sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
@@ -76,7 +58,7 @@ const SQL = statements('plants', {
   'page.tag': page(filtered('tag')),
   'page.prefix': page(filtered('prefix')),
   'page.both': page(filtered('both')),
-  // Holds the key (and, on PostgreSQL, locks its row) only while this request's claim has it.
+  // Holds (on PostgreSQL, locks) the key's row only while this request's claim has it.
   hold: `UPDATE idempotency_keys SET claim = claim
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL RETURNING claim`,
   answer:
@@ -88,58 +70,45 @@ const SQL = statements('plants', {
   set: 'UPDATE plants SET name = @name, tag = @tag, version = @version WHERE id = @id',
   delete: 'DELETE FROM plants WHERE id = @id',
   deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
+  // A delivery of `@payload` to each enabled endpoint that chose `@event`, as this transaction sees them.
+  fanOut: `
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
+    SELECT {delivery id}, id, url, @event, @payload, @traceContext, {now}, {now}, {now}
+    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 
-/** Holding an Idempotency-Key while a change is made, and storing the change's answer with it. */
 export const KEYED = { hold: SQL.hold, answer: SQL.answer };
+export const FAN_OUT = SQL.fanOut;
 
-/** `PlantStore.get`, the same on both stores (their creates and unfiltered pages differ: sqlite/, postgres/). */
 export const getPlant = (db: Db) => (id: bigint) =>
   db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
 
-/** A page of plants (`PlantStore.list`), filtered or not, bounded by the server: PostgreSQL's pages. */
+/** A page of plants bounded by the server: PostgreSQL's `list`. */
 export async function serverPage(db: Db, options: ListOptions): Promise<PlantPage> {
-  const { limit, after, maxBytes = PAGE_BUDGET_BYTES, tag, namePrefix } = options;
+  const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
   const from = pageStart(after);
   if (from === undefined) return { plants: [], more: false };
   const statement = SQL[`page.${filterOf(options) ?? 'all'}`];
-  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, {
-    tag,
-    namePrefix,
-    from,
-    limit: limit + 1,
-    maxBytes,
-  });
+  const params = { ...options, from, limit: limit + 1, maxBytes };
+  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, params);
   const plants = rows.slice(0, limit).map(toPlant);
   return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
 }
 
-/** Whether a plant at `version` meets what the caller expected. */
 const meets = (expected: Expected | undefined, version: bigint) =>
   expected === undefined || expected === 'any' || expected.includes(version);
 
-/**
- * How an engine runs the changes below: `transaction` (one that appends events: SQLite's group
- * commit wakes the watchers, PostgreSQL NOTIFYs them), `lockEvents` (taken before an event id is
- * drawn, so ids commit in order: PostgreSQL's events lock; nothing on SQLite) and `fanOut`, its
- * statement that enqueues a delivery of `@payload` (`@event`) to each enabled endpoint that
- * chose `@event`.
- */
+/** How an engine appends events; `lockEvents` is taken before drawing an event id, so ids commit in order. */
 export type ChangeEngine = {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   lockEvents(tx: Tx): Promise<void>;
-  fanOut: Statement;
 };
 
-/** A change made only while the request holds its key (if any); `undefined` when it no longer does. */
-const CLAIM_LOST = Symbol('claim lost');
+/** What a keyed change's transaction answers when its request no longer holds the key. */
+export const CLAIM_LOST = Symbol('claim lost');
 
-/**
- * Updates and deletes, the same on both stores: the plant's row locked first, then checked against
- * `expected` (so of two changes expecting one version, the second sees the first's), then changed
- * with its event, its endpoint deliveries and its key's answer, all in one transaction.
- */
-export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) {
+/** Updates and deletes: the row is locked before checking `expected`, so a second change sees the first's. */
+export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
   async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
     const result = await transaction(async (tx) =>
       key && (await tx.run(SQL.hold, key)).rows.length === 0 ? CLAIM_LOST : work(tx),
@@ -171,7 +140,7 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
           const { rows } = await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') });
           plant = toPlant({ ...next, version: rows[0]!.id });
           await tx.run(SQL.set, { ...next, version: plant.version });
-          await tx.run(fanOut, {
+          await tx.run(SQL.fanOut, {
             event: 'plant.updated',
             payload: stringifyJson({ ...plant, changed }),
             traceContext,
@@ -190,7 +159,7 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
         await tx.run(SQL.delete, { id });
         await lockEvents(tx);
         await tx.run(SQL.deleted, { id });
-        await tx.run(fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
+        await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
         if (answer) await tx.run(SQL.answer, answer);
         return true;
       });
@@ -198,10 +167,7 @@ export function plantChanges({ transaction, lockEvents, fanOut }: ChangeEngine) 
   };
 }
 
-/**
- * The lowest id a page after `after` can hold (`PlantStore.list`), so that each store states its
- * page once; `undefined` after the greatest id there can be.
- */
+/** The lowest id a page after `after` can hold; `undefined` after the greatest possible id. */
 export function pageStart(after: bigint | undefined): bigint | undefined {
   if (after === undefined) return -(2n ** 63n);
   return after < 2n ** 63n - 1n ? after + 1n : undefined;

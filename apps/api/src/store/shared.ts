@@ -3,12 +3,16 @@ import { webhookEndpoints } from './endpoints.ts';
 import { eventLog, type Watch } from './events.ts';
 import { idempotencyKeys } from './idempotency-keys.ts';
 import { getPlant } from './plants.ts';
-import type { Db } from './sql.ts';
+import { type Db, statements } from './sql.ts';
 import { tokenStore } from './tokens.ts';
+
+const SQL = statements('store', { ping: 'SELECT 1' });
 
 /** What both stores share of `PlantStore`, over their engine's `Db` and `watch`. */
 export function sharedParts(db: Db, watch: Watch) {
   return {
+    /** Resolves once the store answers a query (SQLite: after the commit in flight is durable). */
+    ping: async () => void (await db.all(SQL.ping)),
     get: getPlant(db),
     events: eventLog(db, watch),
     deliveries: deliveryOutbox(db),

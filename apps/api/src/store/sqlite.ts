@@ -14,7 +14,6 @@ export async function openSqliteStore(path: string): Promise<PlantStore> {
   const engine = sqliteCommit(db, path);
   return {
     ...sqlitePlants(db, engine),
-    ping: () => engine.read(() => undefined),
     ...sharedParts(engine.db, engine.watch),
     failed: engine.failed,
     close: engine.close,

@@ -13,30 +13,21 @@ const SQL = statements('tokens', {
   revoke: 'UPDATE api_tokens SET revoked_at = {now} WHERE name = @name AND revoked_at IS NULL',
 });
 
-/** An issued bearer token as the store keeps it: never the secret, only its SHA-256 digest (hex). */
+/** An issued bearer token: never the secret, only its SHA-256 digest (hex). */
 export type StoredToken = { name: string; digest: string; scopes: Scope[] };
 
-/**
- * Bearer tokens issued with `main.js token create`, the same on both stores; scopes are kept as a
- * comma-separated list.
- */
+/** Bearer tokens issued with `main.js token create`. */
 export function tokenStore(db: Db) {
   return {
-    /** Adds a token. Resolves `false` when a token of that name exists (revoked ones keep their name). */
+    /** Adds a token; `false` when one of that name exists (revoked ones keep theirs). */
     create: async (token: StoredToken) =>
       (await db.run(SQL.create, { ...token, scopes: token.scopes.join(',') })).changes === 1,
-    /**
-     * Revokes the active token of that name and, in the same transaction, disables its webhook
-     * endpoints (`token_revoked`, their pending deliveries failed, as `WebhookEndpointStore.disable`
-     * does). Resolves with how many endpoints it disabled, `undefined` when there is no active token
-     * of that name (and then nothing changed).
-     */
+    /** Revokes the active token (`undefined`: none) and, in the same transaction, disables its endpoints. */
     revoke: (name: string) =>
       db.transaction(async (tx) => {
         if ((await tx.run(SQL.revoke, { name })).changes === 0) return undefined;
         return { endpointsDisabled: await disableOwnedBy(tx, name) };
       }),
-    /** Every token, revoked ones included, by name. */
     list: async () =>
       (await db.all<TokenRow>(SQL.list)).map((row) => ({
         name: row.name,
@@ -44,7 +35,6 @@ export function tokenStore(db: Db) {
         createdAt: toDate(row.created_at),
         revokedAt: row.revoked_at === null ? undefined : toDate(row.revoked_at),
       })),
-    /** The tokens that are not revoked, for verifiers. */
     active: async (): Promise<StoredToken[]> =>
       (await db.all<TokenRow>(SQL.active)).map((row) => ({ ...row, scopes: parseScopes(row.scopes) })),
   };

@@ -1,17 +1,15 @@
 import pg from 'pg';
 import type { StoreConfig } from '../../config.ts';
-import { bind, type Db, type Params, type Result, type Statement, statements, type Tx } from '../sql.ts';
+import { atomically, bind, type Db, type Params, type Statement, statements, type Tx } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 
 /** `DATABASE_URL`, `DATABASE_POOL_SIZE` and `DATABASE_TIMEOUT_MS` (see `StoreConfig`). */
 export type PostgresStoreOptions = Omit<Extract<StoreConfig, { kind: 'postgres' }>, 'kind'>;
-
 export const APPLICATION_NAME = 'plant-store-api';
-/** Session settings of every pooled connection (sent at connect). */
 export const DURABLE_SESSION = '-c synchronous_commit=on';
 
 const INT8_OID = 20;
-/** int8 as an exact bigint, for this store's connections only (pg's global parsers stay untouched). */
+/** int8 as an exact bigint, on this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID && format !== 'binary'
@@ -26,42 +24,31 @@ const TX = statements('postgres.transaction', {
   lock: 'SELECT pg_advisory_xact_lock(@key, hashtext(@name))',
 });
 
-/**
- * The pool every call of the PostgreSQL store runs on, each call bounded by `timeoutMs`, and the
- * statements both stores share (`db`) run on it.
- */
+/** The pool every PostgreSQL store call runs on, each bounded by `timeoutMs`. */
 export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
     idleTimeoutMillis: 10_000,
     connectionTimeoutMillis: timeoutMs,
-    // The server gives up too: a statement this process stopped waiting for runs on there for at
-    // most this long (and may still commit meanwhile: a 503 create has an unknown outcome).
+    // The server gives up too (a statement may commit meanwhile: a 503 create's outcome is unknown).
     statement_timeout: timeoutMs,
-    // Keeps idle connections alive through NATs and load balancers; dead ones are found by the
-    // per-call bound, not by TCP keepalive (which takes minutes).
+    // Through NATs; dead connections are found by the per-call bound, not by keepalive (minutes).
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: APPLICATION_NAME,
-    // A create is answered after its COMMIT; with this, that COMMIT returns only once it is
-    // flushed to disk, whatever the server's or the database's default says.
+    // A COMMIT returns only once flushed to disk, whatever the server's default.
     options: DURABLE_SESSION,
     types,
   });
-  // An idle connection the server closed (restart, failover) is dropped by the pool; its error
-  // must not crash the process. Errors while a statement runs reach that statement instead.
+  // An idle connection the server closed is dropped by the pool; its error must not crash the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
 
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
 
-  /**
-   * Runs `work` on one pooled connection within one call's time bound; `run` gives each statement
-   * what is left of it (pg destroys the connection when it runs out). A connection that failed for
-   * a reason other than its statement is closed, not reused; none to be had is the store unavailable.
-   */
+  /** Runs `work` on one connection within one call's time bound; a broken connection is not reused. */
   async function withClient<T>(work: (run: Tx['run']) => Promise<T>): Promise<T> {
     const deadline = performance.now() + timeoutMs;
     let client: pg.PoolClient;
@@ -70,7 +57,7 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     } catch (cause) {
       throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
     }
-    const run = async <R>({ name, postgres }: Statement, params: Params = {}): Promise<Result<R>> => {
+    const run = async ({ name, postgres }: Statement, params: Params = {}) => {
       const timeout = Math.max(1, Math.ceil(deadline - performance.now()));
       const { rows, rowCount } = await client.query({
         name,
@@ -91,7 +78,7 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     }
   }
 
-  /** Counts the call while it runs, so that `close` lets it finish; none starts once closing. */
+  /** Counts the call while it runs, so that `close` lets it finish. */
   function call<T>(operation: () => Promise<T>): Promise<T> {
     if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
     const running = operation();
@@ -101,7 +88,6 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     return running;
   }
 
-  /** A statement on a pooled connection of its own (autocommit). */
   const exec = <R>(statement: Statement, params?: Params) => withClient((run) => run<R>(statement, params));
 
   const db: Db = {
@@ -109,20 +95,12 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     run: (statement, params) => call(() => exec(statement, params)),
     transaction: (work) =>
       call(() =>
-        withClient(async (run) => {
-          await run(TX.begin);
-          try {
-            const done = await work({
-              run,
-              lock: async (key, name) => void (await run(TX.lock, { key, name })),
-            });
-            await run(TX.commit);
-            return done;
-          } catch (error) {
-            await run(TX.rollback).catch(() => {});
-            throw error;
-          }
-        }),
+        withClient((run) =>
+          atomically(
+            (step) => run(TX[step]),
+            () => work({ run, lock: async (key, name) => void (await run(TX.lock, { key, name })) }),
+          ),
+        ),
       ),
   };
 
@@ -130,7 +108,6 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
     db,
     exec,
     call,
-    /** Waits for the calls already running (their answers are delivered), then ends the pool. */
     async close(before: () => Promise<void>) {
       closing ??= (async () => {
         while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
@@ -143,14 +120,12 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
 }
 
 /**
- * SQLSTATE classes meaning "the database cannot serve this now" rather than "this statement is
- * wrong": 08 connection exception, 40 transaction rollback (serialization failure, deadlock; routine
- * on distributed engines), 53 insufficient resources (too many connections), 57 operator
- * intervention (shutdown, statement timeout), 58 system error. Also 25006 (see `toStoreError`).
+ * SQLSTATE classes for "cannot serve this now", not "this statement is wrong": 08 connection, 40 rollback
+ * (serialization, deadlock: routine on distributed engines), 53 resources, 57 shutdown or timeout, 58 system.
  */
 const UNAVAILABLE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
-/** A failure to reach or use the server becomes `StoreUnavailableError` (503); anything else is a bug (500). */
+/** Failing to reach or use the server is `StoreUnavailableError` (503); anything else is a bug (500). */
 export function toStoreError(cause: unknown): Error {
   if (cause instanceof StoreUnavailableError) return cause;
   if (cause instanceof pg.DatabaseError) {
@@ -158,6 +133,5 @@ export function toStoreError(cause: unknown): Error {
     // 25006: the server is read-only, e.g. a standby after a failover.
     if (!UNAVAILABLE_CLASSES.has(code.slice(0, 2)) && code !== '25006') return cause;
   }
-  // Not a server answer: a refused or reset socket, a timeout, a pool that was ended.
   return new StoreUnavailableError('PostgreSQL is unavailable', { cause });
 }

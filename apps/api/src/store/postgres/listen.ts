@@ -2,15 +2,9 @@ import pg from 'pg';
 import type { EventLog } from '../store.ts';
 import type { PostgresStoreOptions } from './connection.ts';
 
-/** How long to wait before connecting again after the LISTEN connection is lost. */
 const RECONNECT_MS = 500;
 
-/**
- * `EventLog.watch` on PostgreSQL. The first listener opens one connection LISTENing on `channel`;
- * every listener is called for each notification, and once after each (re)connection, since
- * notifications sent while it was down are lost. A lost connection is reopened every RECONNECT_MS
- * until `stop()`. Never throws: the callers poll as well.
- */
+/** `EventLog.watch`: one connection LISTENs, reopened when lost; listeners also hear each (re)connection. */
 export function notifications({
   url,
   channel,

@@ -1,22 +1,15 @@
 import pg from 'pg';
 import { type MigrateOptions, type MigrationResult, migrate } from '../migrate.ts';
-import { bind } from '../sql.ts';
+import { atomically, bind } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { APPLICATION_NAME, type PostgresStoreOptions, toStoreError } from './connection.ts';
 
-/** Bound on the migration step (waiting for the lock included); migrations are not on a request path. */
+/** Migrations (waiting for the lock included) are not on a request path. */
 const MIGRATION_TIMEOUT_MS = 60_000;
-/**
- * The advisory lock that serialises migrations across instances: any fixed int8 that no other
- * application using this database takes.
- */
+/** The advisory lock that serialises migrations across instances: any int8 nobody else takes. */
 const MIGRATION_LOCK_KEY = '7234917730117001';
 
-/**
- * Takes the schema to `to` (default: the newest) with the runner of `migrate.ts`, under a
- * session-level `pg_advisory_lock`, so instances starting together apply each version exactly once
- * (the others wait, then find nothing to do). Each version is its own transaction.
- */
+/** Migrates under a session advisory lock, so instances starting together apply each version once. */
 export async function migratePostgres({
   url,
   timeoutMs,
@@ -54,16 +47,7 @@ export async function migratePostgres({
         }
       },
       // Each version is its own transaction.
-      async atomically(work) {
-        try {
-          await run('BEGIN');
-          await work();
-          await run('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw error;
-        }
-      },
+      atomically: (work) => atomically(run, work),
       exec: async (sql) => void (await run(sql)),
       all: async ({ postgres }, params = {}) => (await run(postgres.text, bind(postgres, params))).rows,
     },

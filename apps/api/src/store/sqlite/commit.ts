@@ -5,10 +5,10 @@ import type { Db, Params, Result, Statement, Tx } from '../sql.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { type Connection, executor } from './connection.ts';
 
-/** A transaction of the group commit; `exec` runs a statement at once, for writes that need no await. */
+/** A group commit's transaction; `exec` runs a statement at once, for writes that need no await. */
 export type SqliteTx = Tx & { exec<R = unknown>(statement: Statement, params?: Params): Result<R> };
 
-/** A queued write: its statements, and whether it may append events (`watch` hears of its commit). */
+/** A queued write; `appends`: it may append events (`watch` hears of its commit). */
 type Write = {
   work: (tx: SqliteTx) => unknown;
   appends: boolean;
@@ -17,21 +17,12 @@ type Write = {
 };
 
 /**
- * The SQLite store's commit path, on one connection in WAL mode with synchronous=NORMAL (no fsync
- * inside COMMIT). The writes of one group commit run as one transaction; COMMIT appends them to the
- * write-ahead log, then the log is fdatasync'd on libuv's thread pool and only then is each write
- * answered: what synchronous=FULL guarantees (a 200 survives a power cut), without blocking the
- * event loop on the disk. While that commit and sync run, new writes queue up for the next
- * transaction, and reads wait for them, so nobody ever sees data that is not yet durable.
- *
- * A failed COMMIT or log sync is fatal (see `PlantStore.failed`): the pages of a transaction whose
- * sync failed may be dropped by the kernel while a later sync reports success, so nothing this
- * connection would write or read afterwards can be trusted. The writes of that transaction and every
- * later call are rejected with `StoreUnavailableError` (so no 200 follows a failed sync), and only a
- * new process, recovering from what is on disk, serves again.
+ * SQLite's commit path (WAL, synchronous=NORMAL): a group commit is one transaction, whose writes are
+ * answered once the log is fdatasync'd off the event loop; reads wait, so nobody sees what is not durable.
+ * A failed COMMIT or sync is fatal: the kernel may drop the pages while a later sync succeeds.
  */
 export function sqliteCommit(db: Connection, path: string) {
-  // The log SQLite writes to; it keeps this file (the same inode) for as long as the connection is open.
+  // SQLite keeps this inode as its log while the connection is open.
   const wal = openSync(`${path}-wal`, 'a', 0o600);
   // Make the migrations and the log's directory entry durable once (a fresh file may not be).
   fsyncSync(wal);
@@ -45,16 +36,14 @@ export function sqliteCommit(db: Connection, path: string) {
   );
   const writes = groupCommit(commit, { system: 'sqlite' });
   let closing: Promise<void> | undefined;
-  /** Set once a COMMIT or a log sync failed: the store then refuses everything, for good. */
   let fatal: StoreUnavailableError | undefined;
   let reportFailure: (error: Error) => void = () => {};
   const failed = new Promise<Error>((resolve) => {
     reportFailure = resolve;
   });
-  /** Listeners of `events.watch`: told after each durable commit that may have appended events. */
   const watchers = new Set<() => void>();
 
-  /** Rejects `batch` and, from the first failure on, every call: throws `error` for the group commit. */
+  /** Rejects `batch` and, from the first failure on, every call. */
   function fail(error: StoreUnavailableError, batch: Write[]): never {
     for (const write of batch) write.reject(error);
     if (!fatal) {
@@ -65,7 +54,6 @@ export function sqliteCommit(db: Connection, path: string) {
     throw error;
   }
 
-  /** Commits `batch` in one transaction at one time, syncs the log, then answers each write. */
   async function commit(batch: Write[]): Promise<void> {
     const now = Date.now();
     const exec = <R>(statement: Statement, params?: Params) => execute<R>(statement, params, now);
@@ -88,7 +76,7 @@ export function sqliteCommit(db: Connection, path: string) {
       try {
         if (db.inTransaction) rollback!.run();
       } catch {
-        // Nothing was committed either way; the error below says why.
+        // Nothing was committed either way.
       }
       const error = new StoreUnavailableError('the writes could not be committed', { cause });
       // Another process holding the write lock past busy_timeout: nothing was written, retry later.
@@ -102,7 +90,6 @@ export function sqliteCommit(db: Connection, path: string) {
     if (batch.some((write) => write.appends)) for (const listener of watchers) listener();
   }
 
-  /** Queues `work` for the next group commit; resolves with what it returned once durable. */
   function transaction<T>(work: (tx: SqliteTx) => T | Promise<T>, appends = false): Promise<T> {
     if (fatal) return Promise.reject(fatal);
     if (closing) return Promise.reject(new StoreUnavailableError('store is closed'));
@@ -142,10 +129,8 @@ export function sqliteCommit(db: Connection, path: string) {
     },
     close() {
       closing ??= (async () => {
-        // Writes already accepted are committed and synced (and answered) before closing.
         await writes.drained();
-        // Closing checkpoints the log into the database file: not after a failed sync, when the
-        // log's pages in memory may not be what is on disk. Exiting leaves the recovery to SQLite.
+        // No checkpoint after a failed sync (the log in memory may not be on disk): SQLite recovers.
         if (fatal) return;
         db.close();
         closeSync(wal);
@@ -155,7 +140,6 @@ export function sqliteCommit(db: Connection, path: string) {
   };
 }
 
-/** SQLITE_BUSY or SQLITE_LOCKED (and their extended codes): another connection held the lock. */
 function isLockError(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);

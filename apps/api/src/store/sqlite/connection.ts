@@ -6,12 +6,7 @@ import { Database } from './driver.ts';
 
 export type Connection = BetterSqlite3.Database;
 
-/**
- * Opens the SQLite file at `path` in WAL mode, its files made private to the service's user first:
- * the directory is created 0700 when missing, the database file is created (empty: a valid new
- * database) or kept at 0600, and existing `-wal` and `-shm` files too. SQLite creates its `-wal`
- * and `-shm` files with the database file's permissions, so they follow.
- */
+/** Opens the SQLite file in WAL mode, its directory 0700 and files 0600 first (`-wal` and `-shm` follow). */
 export function openDatabase(path: string, synchronous: 'NORMAL' | 'FULL'): Connection {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   closeSync(openSync(path, 'a', 0o600));
@@ -29,10 +24,7 @@ export function openDatabase(path: string, synchronous: 'NORMAL' | 'FULL'): Conn
   return db;
 }
 
-/**
- * What runs shared statements (see `sql`) on `db`, each prepared once: `{now}` is `now`, in
- * milliseconds since the epoch (by default, the time of the call).
- */
+/** Runs shared statements on `db`, each prepared once; `{now}` is `now` (default: the call's time). */
 export function executor(db: Connection) {
   const prepared = new Map<Statement, BetterSqlite3.Statement>();
   return <R = unknown>(statement: Statement, params: Params = {}, now?: number): Result<R> => {

@@ -1,27 +1,15 @@
 import { type MigrateOptions, type MigrationDriver, type MigrationResult, migrate } from '../migrate.ts';
-import type { Params, Statement } from '../sql.ts';
+import { atomically, type Params, type Statement } from '../sql.ts';
 import { type Connection, executor, openDatabase } from './connection.ts';
 
-/**
- * Migrates an open SQLite connection. The whole run is one transaction: all or nothing. It begins
- * IMMEDIATE, which takes the write lock first, so two processes starting together apply each
- * version once (the other waits up to the connection's busy_timeout).
- */
+/** One transaction, begun IMMEDIATE (the write lock first), so two processes apply each version once. */
 export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise<MigrationResult> {
   const execute = executor(db);
   const driver: MigrationDriver = {
     dialect: 'sqlite',
-    async locked(createTable, work) {
+    locked(createTable, work) {
       db.exec(createTable);
-      db.exec('BEGIN IMMEDIATE');
-      try {
-        const result = await work();
-        db.exec('COMMIT');
-        return result;
-      } catch (error) {
-        if (db.inTransaction) db.exec('ROLLBACK');
-        throw error;
-      }
+      return atomically((step) => db.exec(step === 'begin' ? 'BEGIN IMMEDIATE' : step), work);
     },
     atomically: (work) => work(),
     exec: async (sql) => void db.exec(sql),
@@ -30,7 +18,6 @@ export function migrateSqlite(db: Connection, options?: MigrateOptions): Promise
   return migrate(driver, options);
 }
 
-/** Migrates the SQLite file at `path` on a connection of its own, for the `migrate` command. */
 export async function migrateSqliteFile(path: string, options?: MigrateOptions): Promise<MigrationResult> {
   // Not on a request path: let SQLite sync the COMMIT itself.
   const db = openDatabase(path, 'FULL');

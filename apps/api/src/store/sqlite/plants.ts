@@ -1,11 +1,11 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
 import {
-  type Filter,
+  CLAIM_LOST,
+  FAN_OUT,
   filtered,
   filterOf,
   KEYED,
-  type ListOptions,
   type PlantRow,
   pageStart,
   plantChanges,
@@ -14,18 +14,16 @@ import {
 import { statements } from '../sql.ts';
 import {
   KeyClaimLostError,
-  type KeyedAnswer,
   PAGE_BUDGET_BYTES,
   type PlantPage,
   type PlantStore,
   textBytes,
 } from '../store.ts';
-import type { SqliteTx, sqliteCommit } from './commit.ts';
+import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
-  // The plant's version is the id its event gets: one past the greatest AUTOINCREMENT ever gave
-  // (sqlite_sequence), drawn in the group commit's transaction, the only writer.
+  // The version is the id its event gets: one past AUTOINCREMENT's greatest, under the only writer's lock.
   insert: `INSERT INTO plants (id, name, tag, version)
     VALUES (@id, @name, @tag, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'plant_events'))
     ON CONFLICT (id) DO NOTHING RETURNING version`,
@@ -33,57 +31,26 @@ const SQL = statements('sqlite.plants', {
     VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
-  // One delivery per enabled endpoint that chose the event, as the table holds them in this transaction.
-  fanOut: `
-    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
-    SELECT 'msg_' || lower(hex(randomblob(16))), id, url, @event, @payload, @traceContext, {now}, {now}, {now}
-    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
-// Filtered pages, read row by row up to the page's budget (a window function, as PostgreSQL's
-// bounded page, costs SQLite twice the reading of the rows themselves).
+// Read row by row up to the budget: a window function, as on PostgreSQL, costs SQLite twice the rows.
 const FILTERED = statements('sqlite.plants.page', {
   tag: filtered('tag'),
   prefix: filtered('prefix'),
   both: filtered('both'),
 });
 
-/** What a keyed create answers when its request no longer holds the key. */
-const CLAIM_LOST = Symbol('claim lost');
-
-/** A `plants` row read with `.raw()`: id, name, tag, version. */
 type PlantTuple = [bigint, string, string | null, bigint];
 
-/**
- * The SQLite store's plant writes, in its group commit (a duplicate id fails only its own create, and
- * enqueues none of the deliveries it was given), and its pages, read on its connection.
- */
+/** The SQLite store's plant writes, in its group commit, and its pages. */
 export function sqlitePlants(
   db: Connection,
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
-  /**
-   * A create carrying `answer` is made only while its request holds the key (the transaction holds
-   * the write lock, so nobody takes it over in between), and its answer is stored with it.
-   */
-  async function change(answer: KeyedAnswer | undefined, make: (tx: SqliteTx) => bigint | false) {
-    const changed = await engine.transaction((tx) => {
-      if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
-      const made = make(tx);
-      if (made !== false && answer) tx.exec(KEYED.answer, answer);
-      return made;
-    }, true);
-    if (changed === CLAIM_LOST) throw new KeyClaimLostError();
-    return changed;
-  }
-
   const select = db.prepare<[bigint, number], PlantRow>(
     'SELECT id, name, tag, version FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
   );
-  // The same page as rows of [id, name, tag]: one call reads them all (see `list`).
   const selectRaw = db.prepare<[bigint, number], PlantTuple>(select.source).raw(true);
-  // What a page's name and tag text costs the budget (`textBytes`), summed by SQLite over the
-  // page's id range: octet_length (the UTF-8 bytes, as Buffer.byteLength counts) of a column is read
-  // from its row's header, so even a page of megabyte rows costs this no text reading.
+  // A page's `textBytes`: octet_length is read from each row's header, so megabyte rows cost no reading.
   const pageBytes = db
     .prepare<{ from: bigint; limit: number }, bigint>(
       `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
@@ -100,68 +67,60 @@ export function sqlitePlants(
   );
 
   return {
-    create(plant, outbox = [], answer, endpointPayload) {
+    async create(plant, outbox = [], answer, endpointPayload) {
       const traceContext = currentTraceparent();
-      return change(answer, (tx) => {
+      // A keyed create is made only while its request holds the key (the write lock keeps it so).
+      const created = await engine.transaction((tx) => {
+        if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
         const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
         if (inserted === undefined) return false;
         tx.exec(SQL.created, { ...plant, version: inserted.version });
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
-          tx.exec(SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
+          tx.exec(FAN_OUT, { event: 'plant.created', payload: endpointPayload, traceContext });
+        if (answer) tx.exec(KEYED.answer, answer);
         return inserted.version;
-      });
+      }, true);
+      if (created === CLAIM_LOST) throw new KeyClaimLostError();
+      return created;
     },
     ...plantChanges({
       transaction: (work) => engine.transaction(work, true),
       lockEvents: async () => {},
-      fanOut: SQL.fanOut,
     }),
-    list: (options) => {
-      const filter = filterOf(options);
-      return filter === undefined ? unfiltered(options) : filteredRows(filter, options);
-    },
-  };
-
-  function filteredRows(filter: Filter, options: ListOptions): Promise<PlantPage> {
-    const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
-    return engine.read(() => {
-      const from = pageStart(after);
-      if (from === undefined) return { plants: [], more: false };
-      const { statement, names } = prepared.get(filter)!;
-      const params: Record<string, unknown> = { ...options, from, limit: limit + 1 };
-      return byRow(statement.iterate(...names.map((name) => params[name])), limit, maxBytes);
-    });
-  }
-
-  function unfiltered({ limit, after, maxBytes = PAGE_BUDGET_BYTES }: ListOptions): Promise<PlantPage> {
-    return engine.read(() => {
-      const from = pageStart(after);
-      if (from === undefined) return { plants: [], more: false };
-      // The usual page fits its budget: SQLite says so first (without reading the text out), then
-      // one all() reads it, cheaper than stepping row by row.
-      if (pageBytes.get({ from, limit })! <= maxBytes) {
-        const rows = selectRaw.all(from, limit + 1);
-        const plants: PlantWithId[] = [];
-        for (let i = 0; i < rows.length && i < limit; i++) {
-          const [id, name, tag, version] = rows[i]!;
-          plants.push(tag === null ? { id, name, version } : { id, name, tag, version });
+    list: (options) =>
+      engine.read(() => {
+        const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
+        const from = pageStart(after);
+        if (from === undefined) return { plants: [], more: false };
+        const filter = filterOf(options);
+        if (filter !== undefined) {
+          const { statement, names } = prepared.get(filter)!;
+          const params: Record<string, unknown> = { ...options, from, limit: limit + 1 };
+          return byRow(statement.iterate(...names.map((name) => params[name])), limit, maxBytes);
         }
-        return { plants, more: rows.length > limit };
-      }
-      return byRow(select.iterate(from, limit + 1), limit, maxBytes);
-    });
-  }
+        // The usual page fits its budget: then one all() reads it, cheaper than stepping row by row.
+        if (pageBytes.get({ from, limit })! <= maxBytes) {
+          const rows = selectRaw.all(from, limit + 1);
+          const plants: PlantWithId[] = [];
+          for (let i = 0; i < rows.length && i < limit; i++) {
+            const [id, name, tag, version] = rows[i]!;
+            plants.push(tag === null ? { id, name, version } : { id, name, tag, version });
+          }
+          return { plants, more: rows.length > limit };
+        }
+        return byRow(select.iterate(from, limit + 1), limit, maxBytes);
+      }),
+  };
 }
 
-/** A page read row by row, so that it stops reading once its budget is spent (all() would read `limit` rows). */
+/** A page read row by row, stopping once its budget is spent. */
 function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number): PlantPage {
   const plants: PlantWithId[] = [];
   let bytes = 0;
   for (const row of rows) {
     bytes += textBytes(row);
-    // Leaving the loop ends the statement.
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
     plants.push(toPlant(row));
   }
