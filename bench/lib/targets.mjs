@@ -1,6 +1,7 @@
-// The targets of issues 13, 14 and 15, each with its figure and PASS/FAIL (n/a when this run has no figure).
+// The performance targets, each with its figure and PASS/FAIL (n/a when this run has no figure).
 
 import { fmtInt, fmtMs, fmtRatio } from './format.mjs';
+import { ratio } from './stats.mjs';
 
 /** Largest peak RSS of the server in any scenario (MiB). */
 export const RSS_LIMIT_MB = 150;
@@ -17,12 +18,24 @@ export const RATIO_TARGETS = {
   patch: 0.55,
   'list-tag': 0.8,
   'get-304': 1.0,
-  // Tracing (issue 26), each against the same scenario with tracing off.
+  // Tracing, each against the same scenario with tracing off.
   'rest-unsampled': 0.97,
   'get-unsampled': 0.97,
   'rest-traced': 0.75,
   'get-traced': 0.75,
 };
+
+/**
+ * Targets between two api scenarios of one run (medians of the same interleaved runs): the first's
+ * throughput at least `min` × the second's. The Koa floor serves the baseline's own create and read
+ * through Koa alone (bench/koa-floor.mjs).
+ */
+export const RELATIVE_TARGETS = [
+  ['get', 'floor-get', 0.75, 'GET /plants/{id} ≥ 0.75× the Koa floor’s get'],
+  ['trpc', 'rest', 0.9, 'tRPC plants.create, one call per request, ≥ 0.9× REST create'],
+  ['webhook', 'rest', 0.45, 'REST create with one webhook subscriber ≥ 0.45× REST create without'],
+  ['rest', 'floor-rest', 1.0, 'REST create ≥ 1.0× the Koa floor’s create'],
+];
 
 export function targets(results, settings) {
   const list = [];
@@ -91,6 +104,12 @@ export function targets(results, settings) {
       ['get-traced', 'GET /plants/{id}'],
     ]) {
       atLeast(`${what}, every span exported over OTLP, ≥ 0.75× tracing off`, c[name], RATIO_TARGETS[name]);
+    }
+    for (const [name, other, min, target] of RELATIVE_TARGETS) {
+      const [a, b] = [c[name], c[other]];
+      if (!a || !b) continue;
+      const r = a.runs > 0 && b.runs > 0 ? ratio(a.createsPerSec, b.createsPerSec) : null;
+      add(target, r === null ? 'n/a' : fmtRatio(r), r === null ? null : r >= min);
     }
     const measured = Object.values(c).filter((s) => s.runs > 0);
     const apiPeaks = Object.entries(c)
