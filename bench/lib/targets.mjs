@@ -87,7 +87,11 @@ export function targets(results, settings) {
       c['list-tag'],
       RATIO_TARGETS['list-tag'],
     );
-    atLeast('GET /plants/{id} answered 304 (If-None-Match) ≥ 1.0× a plain GET', c['get-304'], RATIO_TARGETS['get-304']);
+    atLeast(
+      'GET /plants/{id} answered 304 (If-None-Match) ≥ 1.0× a plain GET',
+      c['get-304'],
+      RATIO_TARGETS['get-304'],
+    );
     atLeast(
       'REST create with one webhook subscriber ≥ 0.55× the SQLite baseline',
       c.webhook,
