@@ -570,7 +570,7 @@ function showPlants(plants: Shown[], out: Output, shape: 'one' | 'many'): void {
   printTable(out, [['ID', 'NAME', 'TAG'], ...rows], [0]);
 }
 
-/** A plant to show: with its version, but for a create answered by the replay of an earlier attempt. */
+/** A plant to show: with its version (which an older api left out of a replayed create). */
 type Shown = NewPlant & { version?: bigint };
 
 /** A plant as the api's bodies show it, whatever else the client added (its `etag`). */

@@ -88,9 +88,8 @@ export type PlantWithEtag = PlantWithId & {
 
 /**
  * What `createPlant` resolves to: the server's `Plant` answer, with the new plant's version and ETag
- * from its `ETag` header. Both are absent when the answer is the replay of an earlier attempt with
- * the same `Idempotency-Key` (the api keeps the body of a keyed answer, not its ETag): `getPlant`
- * tells the plant's version now.
+ * from its `ETag` header (a replayed answer has the first one's). Both are absent only from an api
+ * older than keyed answers with versions.
  */
 export type CreatedPlant = Plant & { version?: PlantVersion; etag?: string };
 
@@ -126,7 +125,7 @@ export type PlantPage = {
 export type RestClient = {
   /**
    * `POST /plants`: creates a plant and resolves to it as the server answered (`Plant`, no id), with
-   * the new plant's `version` and `etag` (from the `ETag` header; not on a replayed answer).
+   * the new plant's `version` and `etag` (from the `ETag` header, which a replayed answer carries too).
    */
   createPlant(plant: NewPlant, options?: CallOptions): Promise<CreatedPlant>;
   /**

@@ -110,10 +110,13 @@ export function restAdapter(
       if (result.replay.body !== null) {
         ctx.type = 'application/json';
         ctx.body = result.replay.body;
-        // A replayed plant (an update's answer) carries its ETag again, as the first answer did.
-        const version = (parseJson(result.replay.body) as { version?: unknown } | null)?.version;
-        if (typeof version === 'bigint') request.setVersion?.(version);
       }
+      // A replayed create or update carries its ETag again, as the first answer did (an update's
+      // stored before the version was kept with the answer: the version in its body).
+      const version =
+        result.replay.version ??
+        (parseJson(result.replay.body ?? 'null') as { version?: unknown } | null)?.version;
+      if (typeof version === 'bigint') request.setVersion?.(version);
       return;
     }
     if (operation.stream) return serveEventStream(ctx, result.output as EventStream, options.heartbeatMs);

@@ -1,7 +1,12 @@
 import { type Db, statements } from './sql.ts';
 import type { ClaimOutcome, KeyClaim, Prune } from './store.ts';
 
-type KeyRow = { fingerprint: string; status: number | bigint | null; body: string | null };
+type KeyRow = {
+  fingerprint: string;
+  status: number | bigint | null;
+  body: string | null;
+  version: bigint | null;
+};
 
 const SQL = statements('keys', {
   // Inserts the row or takes over an expired or stale one; concurrent claims are decided by the
@@ -11,12 +16,12 @@ const SQL = statements('keys', {
     VALUES (@tokenName, @key, @fingerprint, @claim, {now})
     ON CONFLICT (token_name, key) DO UPDATE
       SET fingerprint = excluded.fingerprint, claim = excluded.claim, claimed_at = excluded.claimed_at,
-          status = NULL, body = NULL
+          status = NULL, body = NULL, version = NULL
       WHERE idempotency_keys.claimed_at < {now - @ttlMs}
          OR (idempotency_keys.status IS NULL AND idempotency_keys.claimed_at < {now - @inFlightMs}
              AND idempotency_keys.fingerprint = excluded.fingerprint)
     RETURNING claim`,
-  read: 'SELECT fingerprint, status, body FROM idempotency_keys WHERE token_name = @tokenName AND key = @key',
+  read: 'SELECT fingerprint, status, body, version FROM idempotency_keys WHERE token_name = @tokenName AND key = @key',
   release: `DELETE FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL`,
   prune: `DELETE FROM idempotency_keys WHERE (token_name, key) IN (SELECT token_name, key FROM idempotency_keys
@@ -35,9 +40,14 @@ export function idempotencyKeys(db: Db) {
         if ((await db.run(SQL.take, options)).changes === 1) return { state: 'claimed' };
         const [row] = await db.all<KeyRow>(SQL.read, options);
         if (row === undefined) continue;
-        const { fingerprint, status, body } = row;
+        const { fingerprint, status, body, version } = row;
         if (status === null) return { state: 'in_flight', fingerprint };
-        return { state: 'completed', fingerprint, answer: { status: Number(status), body } };
+        const answer = {
+          status: Number(status),
+          body,
+          ...(version !== null && { version: BigInt(version) }),
+        };
+        return { state: 'completed', fingerprint, answer };
       }
     },
     /** Frees a claim that made no change, if this request still holds it. */

@@ -230,6 +230,13 @@ export const migrations: readonly Migration[] = [
     up: 'ALTER TABLE webhook_deliveries ADD COLUMN trace_context TEXT',
     down: 'ALTER TABLE webhook_deliveries DROP COLUMN trace_context',
   },
+  {
+    version: 12,
+    name: 'keep the version a keyed answer gave',
+    // A replayed create or update carries the ETag its first answer had.
+    up: 'ALTER TABLE idempotency_keys ADD COLUMN version BIGINT',
+    down: 'ALTER TABLE idempotency_keys DROP COLUMN version',
+  },
 ];
 
 const EVENTS = ["'plant.created'", "'plant.updated'", "'plant.deleted'"];

@@ -62,7 +62,7 @@ const SQL = statements('plants', {
   hold: `UPDATE idempotency_keys SET claim = claim
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL RETURNING claim`,
   answer:
-    'UPDATE idempotency_keys SET status = @status, body = @body WHERE token_name = @tokenName AND key = @key',
+    'UPDATE idempotency_keys SET status = @status, body = @body, version = @version WHERE token_name = @tokenName AND key = @key',
   // Locks the plant's row (PostgreSQL) before the events lock, the order creates and deletes take them in.
   lock: 'UPDATE plants SET version = version WHERE id = @id RETURNING id, name, tag, version',
   updated: `INSERT INTO plant_events (type, plant_id, name, tag, changed, created_at)
@@ -146,7 +146,13 @@ export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
             traceContext,
           });
         }
-        if (key) await tx.run(SQL.answer, { ...key, status: 200, body: stringifyJson(plant) });
+        if (key)
+          await tx.run(SQL.answer, {
+            ...key,
+            status: 200,
+            body: stringifyJson(plant),
+            version: plant.version,
+          });
         return { plant, changed };
       });
     },

@@ -57,8 +57,8 @@ export type StoredEvent =
 export type Prune = { olderThanMs: number; limit: number };
 /** An Idempotency-Key as one request holds it: scoped to the token's name, with the claim's random id. */
 export type KeyClaim = { tokenName: string; key: string; claim: string };
-/** What a keyed request answered: its REST status and JSON body (`null`: none, as for 204). */
-export type StoredAnswer = { status: number; body: string | null };
+/** What a keyed request answered: its REST status, JSON body (`null`: none, as for 204) and plant version, if any. */
+export type StoredAnswer = { status: number; body: string | null; version?: bigint | undefined };
 export type KeyedAnswer = KeyClaim & StoredAnswer;
 export type ClaimOutcome =
   | { state: 'claimed' }

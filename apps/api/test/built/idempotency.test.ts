@@ -568,11 +568,12 @@ describe.each(testStores())('the $name store keeps one change per key', (testSto
       );
       await store.idempotencyKeys.release(slow);
       expect(await store.get(1n)).toBeUndefined();
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], answer(fast))).toEqual(expect.any(BigInt));
+      const version = await store.create({ id: 1n, name: 'Fern' }, [], answer(fast));
+      expect(version).toEqual(expect.any(BigInt));
       expect(await store.idempotencyKeys.claim({ ...slow, fingerprint: 'f', ...policy })).toStrictEqual({
         state: 'completed',
         fingerprint: 'f',
-        answer: { status: 200, body: '{"name":"Fern"}' },
+        answer: { status: 200, body: '{"name":"Fern"}', version },
       });
       // A completed key is never freed, nor taken over before it expires.
       await store.idempotencyKeys.release(fast);

@@ -264,16 +264,27 @@ const withTraceContext = (lines: string[]) =>
   );
 const POSTGRES_TRACE_CONTEXT = ['column webhook_deliveries.trace_context: text null default -'];
 
+/** What version 12 (the version a keyed answer gave) adds: a column (SQLite puts it before the key). */
+const withAnswerVersion = (lines: string[]) =>
+  lines.map((line) =>
+    line.startsWith('table idempotency_keys:')
+      ? line.replace(', PRIMARY KEY', ', version BIGINT, PRIMARY KEY')
+      : line,
+  );
+const POSTGRES_ANSWER_VERSION = ['column idempotency_keys.version: bigint null default -'];
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
-  current: withTraceContext(
-    withUpdates(
-      withDisabledEndpoints([
-        ...unchanged(SQLITE_RELEASED),
-        ...SQLITE_EVENT_LOG,
-        ...SQLITE_ENDPOINTS,
-        ...SQLITE_FAILED_AT,
-      ]),
+  current: withAnswerVersion(
+    withTraceContext(
+      withUpdates(
+        withDisabledEndpoints([
+          ...unchanged(SQLITE_RELEASED),
+          ...SQLITE_EVENT_LOG,
+          ...SQLITE_ENDPOINTS,
+          ...SQLITE_FAILED_AT,
+        ]),
+      ),
     ),
   ).sort(),
   async open() {
@@ -313,6 +324,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_DISABLED_ENDPOINTS,
     ...POSTGRES_UPDATES,
     ...POSTGRES_TRACE_CONTEXT,
+    ...POSTGRES_ANSWER_VERSION,
   ]).sort(),
   async open() {
     const store = await postgresTestStore.setup();

@@ -250,5 +250,20 @@ describe.each(testStores())('PATCH /plants/{id} on $name', (testStore) => {
       const other = await patch(40, '{"name":"Lemon basil"}', headers);
       expect(other.status).toBe(422);
     });
+
+    it('replays a committed create with the ETag it first had, even after an update', async () => {
+      const headers = { ...JSON_HEADERS, 'idempotency-key': '"create-41"' };
+      const first = await postPlant(api.url, '{"id":41,"name":"Chive"}', headers);
+      expect(first.status).toBe(200);
+      const version = versionOf(first);
+      expect((await patch(41, '{"name":"Garlic chive"}')).status).toBe(200);
+      const again = await postPlant(api.url, '{"id":41,"name":"Chive"}', headers);
+      expect(again.status).toBe(200);
+      expect(again.text).toBe('{"name":"Chive"}');
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('etag')).toBe(`"${version}"`);
+      const [key] = await store.rows("SELECT version FROM idempotency_keys WHERE key LIKE '%create-41%'");
+      expect(BigInt(key!.version as bigint)).toBe(version);
+    });
   });
 });

@@ -49,7 +49,8 @@ const keyed = `
   WITH held AS (SELECT 1 FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL FOR UPDATE),
   ${created('EXISTS (SELECT 1 FROM held)')},
-  answered AS (UPDATE idempotency_keys SET status = @status::integer, body = @body::text
+  answered AS (UPDATE idempotency_keys SET status = @status::integer, body = @body::text,
+      version = (SELECT version FROM created)
     WHERE token_name = @tokenName AND key = @key AND EXISTS (SELECT 1 FROM created))
   SELECT (SELECT count(*) FROM held) AS held, (SELECT version FROM created) AS version,
     (SELECT pg_notify('${EVENTS_CHANNEL}', '') FROM appended LIMIT 1) AS notified`;

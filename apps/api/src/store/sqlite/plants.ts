@@ -79,7 +79,7 @@ export function sqlitePlants(
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(FAN_OUT, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(KEYED.answer, answer);
+        if (answer) tx.exec(KEYED.answer, { ...answer, version: inserted.version });
         return inserted.version;
       }, true);
       if (created === CLAIM_LOST) throw new KeyClaimLostError();
