@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { redactUrl, redactUrls, urlDigest, webhookSigner } from './send.ts';
+import { AttemptCut, redactUrl, redactUrls, sendDelivery, urlDigest, webhookSigner } from './send.ts';
 
 describe('webhookSigner', () => {
   it('signs exactly as standardwebhooks does, whatever the secret and payload', () => {
@@ -56,5 +58,60 @@ describe('redactUrls', () => {
       'from https://a.example to http://b.example',
     );
     expect(redactUrls('HTTP 503')).toBe('HTTP 503');
+  });
+});
+
+describe('sendDelivery', () => {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const delivery = (url: string) => ({
+    id: `msg_${'0'.repeat(32)}`,
+    url,
+    payload: '{"id":1}',
+    attempts: 1,
+    createdAt: new Date(),
+  });
+
+  it('is cut short by an AttemptCut, as by an AbortSignal: abandoned, not failed', async () => {
+    const server = createServer(() => {});
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const cut = new AttemptCut();
+      const outcome = sendDelivery(delivery(url), {
+        sign: webhookSigner(secret),
+        timeoutMs: 60_000,
+        abort: cut,
+      });
+      setTimeout(() => cut.abort(), 50);
+      await expect(outcome).resolves.toEqual({ ok: false, abandoned: true, error: 'abandoned at shutdown' });
+      const signal = new AbortController();
+      const second = sendDelivery(delivery(url), {
+        sign: webhookSigner(secret),
+        timeoutMs: 60_000,
+        abort: signal.signal,
+      });
+      signal.abort();
+      await expect(second).resolves.toMatchObject({ ok: false, abandoned: true });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('refuses a URL with credentials every time (its parse is kept), never sending them', async () => {
+    for (let i = 0; i < 2; i++) {
+      await expect(
+        sendDelivery(delivery('http://user:secret-pass@127.0.0.1:1/hook?token=q'), {
+          sign: webhookSigner(secret),
+          timeoutMs: 1_000,
+          abort: new AttemptCut(),
+        }),
+      ).resolves.toEqual({
+        ok: false,
+        abandoned: false,
+        error:
+          'request failed (Request cannot be constructed from a URL that includes credentials: http://127.0.0.1:1)',
+      });
+    }
   });
 });

@@ -2,6 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { Agent as HttpAgent, type ClientRequest, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
+import { urlToHttpOptions } from 'node:url';
 import type { Delivery } from '../store/store.ts';
 import {
   guardedLookup,
@@ -75,7 +76,8 @@ export function sendDelivery(
   }: {
     sign: Signer;
     timeoutMs: number;
-    abort: AbortSignal;
+    /** Cuts the attempt short (shutdown): an `AttemptCut`, lighter than an AbortSignal, or a signal. */
+    abort: AttemptCut | AbortSignal;
     guard?: UrlPolicy;
     resolveHost?: Resolve;
     /** Headers besides the Standard Webhooks ones (`webhook-event` for registered endpoints). */
@@ -83,13 +85,9 @@ export function sendDelivery(
   },
 ): Promise<AttemptOutcome> {
   const timestamp = new Date();
-  const url = new URL(delivery.url);
+  const target = targetOf(delivery.url);
   // The refusal fetch gave: credentials in a URL are never sent (nor stored, nor logged: see redactUrls).
-  if (url.username || url.password) {
-    return Promise.resolve(
-      failed(`request failed (Request cannot be constructed from a URL that includes credentials: ${url})`),
-    );
-  }
+  if (target.refused !== undefined) return Promise.resolve(failed(target.refused));
   return new Promise((resolve) => {
     let outcome: AttemptOutcome | undefined;
     const settle = (result: AttemptOutcome) => {
@@ -99,22 +97,23 @@ export function sendDelivery(
     };
     let request: ClientRequest;
     try {
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
       const pool = guard ? guardedAgents : agents;
-      request = send(url, {
+      const requestHeaders: Record<string, string | number> = {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(delivery.payload),
+        'user-agent': 'plant-store-webhooks/1.0',
+        'webhook-id': delivery.id,
+        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+        'webhook-signature': sign(delivery.id, timestamp, delivery.payload),
+      };
+      for (const name in headers) requestHeaders[name] = headers[name]!;
+      request = (target.https ? httpsRequest : httpRequest)({
+        ...target.options,
         method: 'POST',
-        agent: url.protocol === 'https:' ? pool['https:'] : pool['http:'],
+        agent: target.https ? pool['https:'] : pool['http:'],
         // A host name is resolved by the guarded lookup, which refuses non-public addresses.
         ...(guard && { lookup: guardedLookup(guard, resolveHost) }),
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(delivery.payload),
-          'user-agent': 'plant-store-webhooks/1.0',
-          'webhook-id': delivery.id,
-          'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-          'webhook-signature': sign(delivery.id, timestamp, delivery.payload),
-          ...headers,
-        },
+        headers: requestHeaders,
       });
     } catch (error) {
       settle(failed(describeError(error)));
@@ -129,11 +128,20 @@ export function sendDelivery(
       settle({ ok: false, abandoned: true, error: 'abandoned at shutdown' });
       request.destroy();
     };
+    let unlisten: () => void;
+    if (abort instanceof AttemptCut) {
+      abort.onAbort = onAbort;
+      unlisten = () => {
+        abort.onAbort = undefined;
+      };
+    } else {
+      abort.addEventListener('abort', onAbort, { once: true });
+      unlisten = () => abort.removeEventListener('abort', onAbort);
+    }
     if (abort.aborted) onAbort();
-    else abort.addEventListener('abort', onAbort, { once: true });
     request.on('close', () => {
       clearTimeout(timer);
-      abort.removeEventListener('abort', onAbort);
+      unlisten();
     });
     request.on('error', (error) => settle(failed(describeError(error))));
     request.on('response', (response) => {
@@ -158,11 +166,55 @@ export function sendDelivery(
           request.end(delivery.payload);
           return;
         }
-        settle(failed(new RefusedAddressError(hostOf(url)).message));
+        settle(failed(new RefusedAddressError(target.host).message));
         request.destroy();
       }),
     );
   });
+}
+
+/**
+ * What one attempt cutting it short needs of an AbortController, without its EventTarget: the worker
+ * makes one per attempt, and at most one attempt listens to it.
+ */
+export class AttemptCut {
+  aborted = false;
+  /** Set by the attempt while it runs. */
+  onAbort: (() => void) | undefined = undefined;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const onAbort = this.onAbort;
+    this.onAbort = undefined;
+    onAbort?.();
+  }
+}
+
+/** A subscriber URL as a request's options: parsed once, as `http.request(url)` would each time. */
+type Target =
+  | { refused: string; options?: undefined; https?: undefined; host?: undefined }
+  | { refused?: undefined; options: ReturnType<typeof urlToHttpOptions>; https: boolean; host: string };
+
+/** Parsed subscriber URLs by text; bounded, as registered endpoints come and go. */
+const targets = new Map<string, Target>();
+const MAX_TARGETS = 1_024;
+
+/** `url` parsed (or refused for its credentials); throws, as `new URL` does, when it is no URL. */
+function targetOf(url: string): Target {
+  let target = targets.get(url);
+  if (target === undefined) {
+    const parsed = new URL(url);
+    target =
+      parsed.username || parsed.password
+        ? {
+            refused: `request failed (Request cannot be constructed from a URL that includes credentials: ${parsed})`,
+          }
+        : { options: urlToHttpOptions(parsed), https: parsed.protocol === 'https:', host: hostOf(parsed) };
+    if (targets.size >= MAX_TARGETS) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
 }
 
 /** Runs `then` once `socket` is connected: at once for a kept-alive one. */

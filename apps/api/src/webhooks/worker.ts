@@ -10,7 +10,7 @@ import { startAttemptSpan } from '../tracing/delivery.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
 import { type EndpointSettings, endpointSigner } from './endpoints.ts';
-import { redactUrl, type Signer, sendDelivery, urlDigest, webhookSigner } from './send.ts';
+import { AttemptCut, redactUrl, type Signer, sendDelivery, urlDigest, webhookSigner } from './send.ts';
 import type { Resolve, UrlPolicy } from './ssrf.ts';
 
 export type DeliveryWorker = {
@@ -119,9 +119,9 @@ export function startDeliveryWorker({
   const box = endpoints?.settings.box;
   const stopping = new AbortController();
   const abandon = new AbortController();
-  // Each attempt has its own signal, cut by this one listener: thousands of attempts on the shared
-  // signal would each add a listener (and Node warns on stderr past 10).
-  const attemptsInFlight = new Set<AbortController>();
+  // Each attempt has its own cut (lighter than an AbortController), cut by this one listener:
+  // thousands of attempts on the shared signal would each add a listener (and Node warns past 10).
+  const attemptsInFlight = new Set<AttemptCut>();
   abandon.signal.addEventListener('abort', () => {
     for (const cut of attemptsInFlight) cut.abort();
   });
@@ -216,14 +216,14 @@ export function startDeliveryWorker({
     const settle = to.breaker.start();
     to.inFlight += 1;
     const started = performance.now();
-    const cut = new AbortController();
+    const cut = new AttemptCut();
     attemptsInFlight.add(cut);
     if (abandon.signal.aborted) cut.abort();
     const span = tracer && startAttemptSpan(tracer, delivery);
     const outcome = await sendDelivery(delivery, {
       sign: to.sign,
       timeoutMs: config.timeoutMs,
-      abort: cut.signal,
+      abort: cut,
       ...(to.guard && { guard: to.guard }),
       ...(to.resolveHost && { resolveHost: to.resolveHost }),
       headers: { ...span?.headers, 'webhook-event': delivery.endpoint?.event ?? 'plant.created' },
