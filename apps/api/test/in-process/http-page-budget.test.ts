@@ -11,11 +11,11 @@ import { type SeedPlant, testStores } from '../support/stores.ts';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
-/** Every third plant has a 60,000-character name, as rows written before the length limits could. */
+/** Every third plant has a 60,000-character name, as rows written before the length limits could, and the longest tag. */
 const PLANTS: SeedPlant[] = Array.from({ length: 90 }, (_, i) => {
   const id = 2n ** 53n + BigInt(i);
   return i % 3 === 0
-    ? { id, name: `${i} `.padEnd(60_000, 'x'), tag: 'ü'.repeat(500) }
+    ? { id, name: `${i} `.padEnd(60_000, 'x'), tag: 'ü'.repeat(100) }
     : { id, name: `Fern ${i}` };
 });
 
@@ -25,11 +25,11 @@ const STORED = PLANTS.map((plant) => ({ ...plant, version: 0n }));
 const bytes = (plant: SeedPlant) => Buffer.byteLength(plant.name) + Buffer.byteLength(plant.tag ?? '');
 
 /** The pages the contract promises: rows in id order, a new page at `limit` or past the budget. */
-function expectedPages(limit: number): SeedPlant[][] {
+function expectedPages(limit: number, plants = STORED): SeedPlant[][] {
   const pages: SeedPlant[][] = [];
   let page: SeedPlant[] = [];
   let used = 0;
-  for (const plant of STORED) {
+  for (const plant of plants) {
     if (page.length === limit || (page.length > 0 && used + bytes(plant) > PAGE_BUDGET_BYTES)) {
       pages.push(page);
       page = [];
@@ -70,6 +70,23 @@ describe.each(testStores())('a page of plants within its byte budget on $name', 
     }
     expect(next).toBeNull();
     expect(seen).toEqual(PLANTS.map((plant) => plant.id));
+  });
+
+  it('ends a tag page early at 1 MiB too, and reads a tag page that fits whole', async () => {
+    const tag = 'ü'.repeat(100);
+    const tagged = STORED.filter((plant) => plant.tag === tag);
+    for (const limit of [1000, 10]) {
+      const pages = expectedPages(limit, tagged);
+      expect(pages.map((page) => page.length)).toEqual(limit === 1000 ? [17, 13] : [10, 10, 10]);
+      let next: string | null = `/plants?limit=${limit}&tag=${encodeURIComponent(tag)}`;
+      for (const page of pages) {
+        const answer = await send(`${api.url}${next}`, { headers: AUTH });
+        expect(answer.status).toBe(200);
+        expect(parseJson(answer.text)).toEqual(page);
+        next = /^<([^>]+)>/.exec(answer.headers.get('link') ?? '')?.[1] ?? null;
+      }
+      expect(next).toBeNull();
+    }
   });
 
   it('cuts a page at limit when that comes first', async () => {
