@@ -3,15 +3,16 @@
 // For comparing two builds of the api (a dependency patched or not, a code path or another), in
 // alternation and several runs each; not for absolute speed (one request at a time, no batching).
 //
-//   node bench/instructions.mjs <rest|trpc|trpc-batch|get|webhook> [requests] [warm-up requests]
+//   node bench/instructions.mjs <rest|trpc|trpc-batch|get|patch|webhook> [requests] [warm-up requests]
 //
 // `webhook`: `rest` with one subscriber (bench/receiver.mjs); the count runs until the receiver has
 // every measured create's delivery and its outcome is written, so it is a create plus its delivery.
 //
 // Starts the built api (BENCH_API_MAIN, default apps/api/dist/main.js) under callgrind with
-// instrumentation off, sends the warm-up requests (and, for `get`, creates the plants it reads),
-// switches instrumentation on, sends the measured requests (one at a time, kept-alive), dumps and
-// prints the instructions per request (user space only: the kernel's share is not counted).
+// instrumentation off, sends the warm-up requests (and, for `get` and `patch`, first creates the
+// plants they use), switches instrumentation on, sends the measured requests (one at a time,
+// kept-alive), dumps and prints the instructions per request (user space only: the kernel's share
+// is not counted).
 
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -129,9 +130,12 @@ function send({ method, path, body }, to = port) {
   });
 }
 
-/** The next request of the scenario, with fresh ids (or, for `get`, one of the plants created first). */
+/** Scenarios on the plants created first, rather than on new ones. */
+const ON_EXISTING = scenario === 'get' || scenario === 'patch';
+
+/** The next request of the scenario, with fresh ids (or one of the plants created first). */
 function next() {
-  if (scenario === 'get') return buildRequest('get', [String((counter++ % 1000) + 1)]);
+  if (ON_EXISTING) return buildRequest(scenario, [String((counter++ % 1000) + 1)]);
   const ids = Array.from({ length: createsPerRequest(scenario, BATCH) }, () => String(++counter + 1000));
   return buildRequest(scenario, ids);
 }
@@ -195,7 +199,7 @@ async function dumped() {
 
 try {
   await ready();
-  if (scenario === 'get') {
+  if (ON_EXISTING) {
     let id = 0;
     await run(1000, () => ({ method: 'POST', path: '/plants', body: restBody(++id) }));
   }
