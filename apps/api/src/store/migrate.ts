@@ -39,18 +39,11 @@ export async function migrate(
   return driver.locked(CREATE_TABLE(driver.dialect), async () => {
     const applied = await driver.all<{ version: number | bigint }>(SQL.applied);
     const done = new Set(applied.map((row) => Number(row.version)));
-    const result: MigrationResult = { applied: [], reverted: [] };
-    for (const migration of [...migrations].reverse()) {
-      if (migration.version <= to || !done.has(migration.version)) continue;
-      await run(driver, migration, 'down');
-      result.reverted.push(migration.version);
-    }
-    for (const migration of migrations) {
-      if (migration.version > to || done.has(migration.version)) continue;
-      await run(driver, migration, 'up');
-      result.applied.push(migration.version);
-    }
-    return result;
+    const down = migrations.filter(({ version }) => version > to && done.has(version)).reverse();
+    const up = migrations.filter(({ version }) => version <= to && !done.has(version));
+    for (const migration of down) await run(driver, migration, 'down');
+    for (const migration of up) await run(driver, migration, 'up');
+    return { applied: up.map(({ version }) => version), reverted: down.map(({ version }) => version) };
   });
 }
 

@@ -8,7 +8,6 @@ import type {
 import type { deliveryOutbox } from './deliveries.ts';
 import type { webhookEndpoints } from './endpoints.ts';
 import type { eventLog } from './events.ts';
-import type { idempotencyKeys } from './idempotency-keys.ts';
 import type { ListOptions, PlantField, plantChanges } from './plants.ts';
 import type { sharedParts } from './shared.ts';
 import type { tokenStore } from './tokens.ts';
@@ -44,7 +43,6 @@ export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<t
 }
 
 export type EventLog = ReturnType<typeof eventLog>;
-export type IdempotencyKeyStore = ReturnType<typeof idempotencyKeys>;
 export type DeliveryOutbox = ReturnType<typeof deliveryOutbox>;
 export type WebhookEndpointStore = ReturnType<typeof webhookEndpoints>;
 export type TokenStore = ReturnType<typeof tokenStore>;
