@@ -1,12 +1,11 @@
 import { DEFAULT_ENDPOINT_EVENTS, type PlantEventType } from '@plant-store/schema';
 import { type Db, statements, type Time, type Tx, toDate, toDateOrNull } from './sql.ts';
-import {
-  disabledError,
-  type EndpointDisabledReason,
-  type EndpointSummary,
-  type StoredEndpoint,
-} from './store.ts';
+import type { EndpointDisabledReason, StoredEndpoint } from './store.ts';
 
+/** The `last_error` of the pending deliveries an endpoint's disabling fails. */
+const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
+export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
+  Record<'pending' | 'failed', number>;
 type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
   previous_secret: string | null;
   previous_secret_expires_at: Time | null;

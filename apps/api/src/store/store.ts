@@ -91,7 +91,6 @@ export type EndpointDelivery = Omit<WebhookDelivery, 'nextAttemptAt' | 'createdA
   nextAttemptAt: Date | null;
   createdAt: Date;
 };
-export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 
 /** An endpoint, seen only by its owner (a token's name); secrets sealed (webhooks/secrets.ts). */
 export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' | 'events'> & {
@@ -103,10 +102,6 @@ export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' 
   disabled: { at: Date; reason: EndpointDisabledReason } | null;
 };
 export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
-/** The `last_error` of the pending deliveries an endpoint's disabling fails. */
-export const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
-export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
-  Record<'pending' | 'failed', number>;
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */
 export class StoreUnavailableError extends Error {
