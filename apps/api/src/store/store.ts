@@ -5,12 +5,8 @@ import type {
   WebhookEndpoint,
   WebhookEndpointDisabled,
 } from '@plant-store/schema';
-import type { deliveryOutbox } from './deliveries.ts';
-import type { webhookEndpoints } from './endpoints.ts';
-import type { eventLog } from './events.ts';
 import type { ListOptions, PlantField, plantChanges } from './plants.ts';
 import type { sharedParts } from './shared.ts';
-import type { tokenStore } from './tokens.ts';
 
 /** UTF-8 bytes of name and tag one page of `list` holds at most: old or SQL-written rows can be megabytes. */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
@@ -42,10 +38,10 @@ export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<t
   close(): Promise<void>;
 }
 
-export type EventLog = ReturnType<typeof eventLog>;
-export type DeliveryOutbox = ReturnType<typeof deliveryOutbox>;
-export type WebhookEndpointStore = ReturnType<typeof webhookEndpoints>;
-export type TokenStore = ReturnType<typeof tokenStore>;
+export type EventLog = PlantStore['events'];
+export type DeliveryOutbox = PlantStore['deliveries'];
+export type WebhookEndpointStore = PlantStore['webhookEndpoints'];
+export type TokenStore = PlantStore['tokens'];
 export type StoredEvent =
   | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
   | { id: bigint; type: 'plant.updated'; plant: PlantWithId; changed: PlantField[]; createdAt: Date }

@@ -8,11 +8,10 @@ export type PostgresStoreOptions = Omit<Extract<StoreConfig, { kind: 'postgres' 
 export const APPLICATION_NAME = 'plant-store-api';
 export const DURABLE_SESSION = '-c synchronous_commit=on';
 
-const INT8_OID = 20;
 /** int8 as an exact bigint, on this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary'
+    oid === pg.types.builtins.INT8 && format !== 'binary'
       ? (text: string) => BigInt(text)
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
