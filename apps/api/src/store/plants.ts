@@ -2,13 +2,7 @@ import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/sche
 import type { Expected } from '../conditions.ts';
 import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, statements, type Tx } from './sql.ts';
-import {
-  type KeyClaim,
-  KeyClaimLostError,
-  type KeyedAnswer,
-  PAGE_BUDGET_BYTES,
-  type PlantPage,
-} from './store.ts';
+import { type KeyClaim, KeyClaimLostError, type KeyedAnswer, PAGE_BUDGET_BYTES } from './store.ts';
 
 /** A page's bounds and filters (see `PlantStore.list`). */
 export type ListOptions = {
@@ -81,7 +75,7 @@ export const getPlant = (db: Db) => (id: bigint) =>
   db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
 
 /** A page of plants bounded by the server: PostgreSQL's `list`. */
-export async function serverPage(db: Db, options: ListOptions): Promise<PlantPage> {
+export async function serverPage(db: Db, options: ListOptions) {
   const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
   const from = pageStart(after);
   if (from === undefined) return { plants: [], more: false };

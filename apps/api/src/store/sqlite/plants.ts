@@ -11,13 +11,7 @@ import {
   toPlant,
 } from '../plants.ts';
 import { bind, statements } from '../sql.ts';
-import {
-  KeyClaimLostError,
-  PAGE_BUDGET_BYTES,
-  type PlantPage,
-  type PlantStore,
-  textBytes,
-} from '../store.ts';
+import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../store.ts';
 import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
@@ -106,7 +100,7 @@ export function sqlitePlants(
 }
 
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number): PlantPage {
+function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
   for (const row of rows) {
