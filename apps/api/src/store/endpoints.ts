@@ -6,7 +6,9 @@ import type { EndpointDisabledReason, StoredEndpoint } from './store.ts';
 const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
 export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
   Record<'pending' | 'failed', number>;
-type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
+/** What registering an endpoint gives (`NewEndpoint`), read back as stored. */
+type Given = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>;
+type EndpointRow = Given & {
   previous_secret: string | null;
   previous_secret_expires_at: Time | null;
   created_at: Time;
@@ -15,9 +17,7 @@ type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' |
   events: string;
 };
 type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
-type NewEndpoint = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
-  events?: PlantEventType[];
-};
+type NewEndpoint = Given & { events?: PlantEventType[] };
 type Patch = { events?: PlantEventType[] | undefined; description?: string | null | undefined };
 
 function toEndpoint(row: EndpointRow): StoredEndpoint {

@@ -1,10 +1,4 @@
-import type {
-  NewPlant,
-  PlantWithId,
-  WebhookDelivery,
-  WebhookEndpoint,
-  WebhookEndpointDisabled,
-} from '@plant-store/schema';
+import type { NewPlant, PlantWithId, WebhookDelivery, WebhookEndpoint } from '@plant-store/schema';
 import type { ListOptions, PlantField, plantChanges } from './plants.ts';
 import type { sharedParts } from './shared.ts';
 
@@ -97,7 +91,7 @@ export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' 
   createdAt: Date;
   disabled: { at: Date; reason: EndpointDisabledReason } | null;
 };
-export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
+export type EndpointDisabledReason = NonNullable<WebhookEndpoint['disabled']>['reason'];
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */
 export class StoreUnavailableError extends Error {
