@@ -105,8 +105,7 @@ export function webhookEndpoints(db: Db) {
     /** The endpoint, if it belongs to `owner` (when given). */
     get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
     /** Changes what the patch names (`description: null` removes it); `undefined` when no such endpoint. */
-    update: async (id: string, owner: string, patch: Patch) => {
-      const { events, description } = patch;
+    update: async (id: string, owner: string, { events, description }: Patch) => {
       const clearDescription = description === null ? 1 : 0;
       const params = { id, owner, events: events?.join(','), description, clearDescription };
       return first((await db.run<EndpointRow>(SQL.update, params)).rows);

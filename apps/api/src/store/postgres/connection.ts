@@ -57,12 +57,11 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
       throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
     }
     const run = async ({ name, postgres }: Statement, params: Params = {}) => {
-      const timeout = Math.max(1, Math.ceil(deadline - performance.now()));
       const { rows, rowCount } = await client.query({
         name,
         text: postgres.text,
         values: bind(postgres, params),
-        query_timeout: timeout,
+        query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
       } as pg.QueryConfig);
       return { rows, changes: rowCount ?? 0 };
     };
