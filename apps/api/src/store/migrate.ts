@@ -1,14 +1,13 @@
 import { LATEST_VERSION, type Migration, migrations } from './migrations.ts';
-import { type Dialect, type Params, type Statement, statements } from './sql.ts';
+import { type Db, type Dialect, statements } from './sql.ts';
 import { StoreUnavailableError } from './store.ts';
 
-export type MigrationDriver = {
+export type MigrationDriver = Pick<Db, 'all'> & {
   dialect: Dialect;
   /** Runs `work` holding the lock that lets one process migrate at a time, `createTable` run first. */
   locked<T>(createTable: string, work: () => Promise<T>): Promise<T>;
   atomically(work: () => Promise<void>): Promise<void>;
   exec(sql: string): Promise<void>;
-  all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
 
 const CREATE_TABLE = (dialect: Dialect) =>
