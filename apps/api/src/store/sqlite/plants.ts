@@ -1,15 +1,6 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
-import {
-  CLAIM_LOST,
-  filtered,
-  filterOf,
-  type PlantRow,
-  pageStart,
-  plantChanges,
-  SQL as SHARED,
-  toPlant,
-} from '../plants.ts';
+import * as shared from '../plants.ts';
 import { bind, statements } from '../sql.ts';
 import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../store.ts';
 import type { sqliteCommit } from './commit.ts';
@@ -27,10 +18,10 @@ const SQL = statements('sqlite.plants', {
 });
 // Read row by row up to the budget: a window function, as on PostgreSQL, costs SQLite twice the rows.
 const PAGES = statements('sqlite.plants.page', {
-  all: filtered(),
-  tag: filtered('tag'),
-  prefix: filtered('prefix'),
-  both: filtered('both'),
+  all: shared.filtered(),
+  tag: shared.filtered('tag'),
+  prefix: shared.filtered('prefix'),
+  both: shared.filtered('both'),
 });
 
 type PlantTuple = [bigint, string, string | null, bigint];
@@ -41,7 +32,7 @@ export function sqlitePlants(
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const pages = new Map(
-    Object.values(PAGES).map(({ sqlite }) => [sqlite, db.prepare<unknown[], PlantRow>(sqlite.text)]),
+    Object.values(PAGES).map(({ sqlite }) => [sqlite, db.prepare<unknown[], shared.PlantRow>(sqlite.text)]),
   );
   const selectRaw = db.prepare<[bigint, number], PlantTuple>(PAGES.all.sqlite.text).raw(true);
   // A page's `textBytes`: octet_length is read from each row's header, so megabyte rows cost no reading.
@@ -58,30 +49,30 @@ export function sqlitePlants(
       const traceContext = currentTraceparent();
       // A keyed create is made only while its request holds the key (the write lock keeps it so).
       const created = await engine.transaction((tx) => {
-        if (answer && tx.exec(SHARED.hold, answer).rows.length === 0) return CLAIM_LOST;
+        if (answer && tx.exec(shared.SQL.hold, answer).rows.length === 0) return shared.CLAIM_LOST;
         const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
         if (inserted === undefined) return false;
         tx.exec(SQL.created, { ...plant, version: inserted.version });
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
-          tx.exec(SHARED.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(SHARED.answer, { ...answer, version: inserted.version });
+          tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
+        if (answer) tx.exec(shared.SQL.answer, { ...answer, version: inserted.version });
         return inserted.version;
       }, true);
-      if (created === CLAIM_LOST) throw new KeyClaimLostError();
+      if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
       return created;
     },
-    ...plantChanges({
+    ...shared.plantChanges({
       transaction: (work) => engine.transaction(work, true),
       lockEvents: async () => {},
     }),
     list: (options) =>
       engine.read(() => {
         const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
-        const from = pageStart(after);
+        const from = shared.pageStart(after);
         if (from === undefined) return { plants: [], more: false };
-        const filter = filterOf(options) ?? 'all';
+        const filter = shared.filterOf(options) ?? 'all';
         // The usual page fits its budget: then one all() reads it, cheaper than stepping row by row.
         if (filter === 'all' && pageBytes.get({ from, limit })! <= maxBytes) {
           const rows = selectRaw.all(from, limit + 1);
@@ -100,13 +91,13 @@ export function sqlitePlants(
 }
 
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number) {
+function byRow(rows: Iterable<shared.PlantRow>, limit: number, maxBytes: number) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
   for (const row of rows) {
     bytes += textBytes(row);
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-    plants.push(toPlant(row));
+    plants.push(shared.toPlant(row));
   }
   return { plants, more: false };
 }
