@@ -1,15 +1,8 @@
 import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
-import type {
-  Delivery,
-  DeliveryEvent,
-  EndpointDelivery,
-  FailedDelivery,
-  NewDelivery,
-  Prune,
-  Subscriber,
-} from './store.ts';
+import type { Delivery, DeliveryEvent, EndpointDelivery, NewDelivery, Prune, Subscriber } from './store.ts';
 
+export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 type Integer = number | bigint;
 type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer; created_at: Time } & {
   // Read by claims only.

@@ -1,13 +1,14 @@
 import { DEFAULT_ENDPOINT_EVENTS, type PlantEventType } from '@plant-store/schema';
 import { type Db, statements, type Time, type Tx, toDate, toDateOrNull } from './sql.ts';
-import {
-  disabledError,
-  type EndpointDisabledReason,
-  type EndpointSummary,
-  type StoredEndpoint,
-} from './store.ts';
+import type { EndpointDisabledReason, StoredEndpoint } from './store.ts';
 
-type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
+/** The `last_error` of the pending deliveries an endpoint's disabling fails. */
+const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
+export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
+  Record<'pending' | 'failed', number>;
+/** What registering an endpoint gives (`NewEndpoint`), read back as stored. */
+type Given = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>;
+type EndpointRow = Given & {
   previous_secret: string | null;
   previous_secret_expires_at: Time | null;
   created_at: Time;
@@ -16,9 +17,7 @@ type EndpointRow = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' |
   events: string;
 };
 type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
-type NewEndpoint = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'> & {
-  events?: PlantEventType[];
-};
+type NewEndpoint = Given & { events?: PlantEventType[] };
 type Patch = { events?: PlantEventType[] | undefined; description?: string | null | undefined };
 
 function toEndpoint(row: EndpointRow): StoredEndpoint {
@@ -106,8 +105,7 @@ export function webhookEndpoints(db: Db) {
     /** The endpoint, if it belongs to `owner` (when given). */
     get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
     /** Changes what the patch names (`description: null` removes it); `undefined` when no such endpoint. */
-    update: async (id: string, owner: string, patch: Patch) => {
-      const { events, description } = patch;
+    update: async (id: string, owner: string, { events, description }: Patch) => {
       const clearDescription = description === null ? 1 : 0;
       const params = { id, owner, events: events?.join(','), description, clearDescription };
       return first((await db.run<EndpointRow>(SQL.update, params)).rows);

@@ -11,7 +11,6 @@ type KeyRow = {
 const SQL = statements('keys', {
   // Inserts the row or takes over an expired or stale one; concurrent claims are decided by the
   // primary key (ON CONFLICT waits for the other's commit and re-checks the row).
-
   take: `INSERT INTO idempotency_keys (token_name, key, fingerprint, claim, claimed_at)
     VALUES (@tokenName, @key, @fingerprint, @claim, {now})
     ON CONFLICT (token_name, key) DO UPDATE

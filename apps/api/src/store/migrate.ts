@@ -1,14 +1,13 @@
 import { LATEST_VERSION, type Migration, migrations } from './migrations.ts';
-import { type Dialect, type Params, type Statement, statements } from './sql.ts';
+import { type Db, type Dialect, statements } from './sql.ts';
 import { StoreUnavailableError } from './store.ts';
 
-export type MigrationDriver = {
+export type MigrationDriver = Pick<Db, 'all'> & {
   dialect: Dialect;
   /** Runs `work` holding the lock that lets one process migrate at a time, `createTable` run first. */
   locked<T>(createTable: string, work: () => Promise<T>): Promise<T>;
   atomically(work: () => Promise<void>): Promise<void>;
   exec(sql: string): Promise<void>;
-  all<R>(statement: Statement, params?: Params): Promise<R[]>;
 };
 
 const CREATE_TABLE = (dialect: Dialect) =>
@@ -39,18 +38,11 @@ export async function migrate(
   return driver.locked(CREATE_TABLE(driver.dialect), async () => {
     const applied = await driver.all<{ version: number | bigint }>(SQL.applied);
     const done = new Set(applied.map((row) => Number(row.version)));
-    const result: MigrationResult = { applied: [], reverted: [] };
-    for (const migration of [...migrations].reverse()) {
-      if (migration.version <= to || !done.has(migration.version)) continue;
-      await run(driver, migration, 'down');
-      result.reverted.push(migration.version);
-    }
-    for (const migration of migrations) {
-      if (migration.version > to || done.has(migration.version)) continue;
-      await run(driver, migration, 'up');
-      result.applied.push(migration.version);
-    }
-    return result;
+    const down = migrations.filter(({ version }) => version > to && done.has(version)).reverse();
+    const up = migrations.filter(({ version }) => version <= to && !done.has(version));
+    for (const migration of down) await run(driver, migration, 'down');
+    for (const migration of up) await run(driver, migration, 'up');
+    return { applied: up.map(({ version }) => version), reverted: down.map(({ version }) => version) };
   });
 }
 

@@ -252,5 +252,4 @@ function widenCheck(dialect: Dialect, table: string, column: string, fallback: s
       UPDATE ${table} SET ${column} = moved; ALTER TABLE ${table} DROP COLUMN moved;`;
 }
 
-/** The newest schema version. */
 export const LATEST_VERSION = migrations.at(-1)!.version;

@@ -2,13 +2,7 @@ import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/sche
 import type { Expected } from '../conditions.ts';
 import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, statements, type Tx } from './sql.ts';
-import {
-  type KeyClaim,
-  KeyClaimLostError,
-  type KeyedAnswer,
-  PAGE_BUDGET_BYTES,
-  type PlantPage,
-} from './store.ts';
+import { type KeyClaim, KeyClaimLostError, type KeyedAnswer, PAGE_BUDGET_BYTES } from './store.ts';
 
 /** A page's bounds and filters (see `PlantStore.list`). */
 export type ListOptions = {
@@ -38,9 +32,9 @@ const TAG = 'tag = @tag';
 // Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
 const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
-/** The filtered plants in id order from `@from`, at most `@limit` (a tag reads the (tag, id) index). */
-export const filtered = (filter: Filter) =>
-  `SELECT id, name, tag, version FROM plants WHERE ${WHERE[filter]} AND id >= @from ORDER BY id LIMIT @limit`;
+/** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads the (tag, id) index). */
+export const filtered = (filter?: Filter) => `SELECT id, name, tag, version FROM plants
+  WHERE ${filter ? `${WHERE[filter]} AND ` : ''}id >= @from ORDER BY id LIMIT @limit`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
 
 /** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */
@@ -52,9 +46,9 @@ const page = (where: string) => `SELECT id, name, tag, version, candidates FROM 
   ) AS sized
   WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`;
 
-const SQL = statements('plants', {
+export const SQL = statements('plants', {
   get: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
-  'page.all': page('SELECT id, name, tag, version FROM plants WHERE id >= @from ORDER BY id LIMIT @limit'),
+  'page.all': page(filtered()),
   'page.tag': page(filtered('tag')),
   'page.prefix': page(filtered('prefix')),
   'page.both': page(filtered('both')),
@@ -77,14 +71,11 @@ const SQL = statements('plants', {
     FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
 });
 
-export const KEYED = { hold: SQL.hold, answer: SQL.answer };
-export const FAN_OUT = SQL.fanOut;
-
 export const getPlant = (db: Db) => (id: bigint) =>
   db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
 
 /** A page of plants bounded by the server: PostgreSQL's `list`. */
-export async function serverPage(db: Db, options: ListOptions): Promise<PlantPage> {
+export async function serverPage(db: Db, options: ListOptions) {
   const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
   const from = pageStart(after);
   if (from === undefined) return { plants: [], more: false };
@@ -99,10 +90,7 @@ const meets = (expected: Expected | undefined, version: bigint) =>
   expected === undefined || expected === 'any' || expected.includes(version);
 
 /** How an engine appends events; `lockEvents` is taken before drawing an event id, so ids commit in order. */
-export type ChangeEngine = {
-  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
-  lockEvents(tx: Tx): Promise<void>;
-};
+export type ChangeEngine = Pick<Db, 'transaction'> & { lockEvents(tx: Tx): Promise<void> };
 
 /** What a keyed change's transaction answers when its request no longer holds the key. */
 export const CLAIM_LOST = Symbol('claim lost');

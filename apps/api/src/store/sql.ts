@@ -14,8 +14,7 @@ export interface Db {
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
 }
 
-export interface Tx {
-  run<R = unknown>(statement: Statement, params?: Params): Promise<Result<R>>;
+export interface Tx extends Pick<Db, 'run'> {
   /**
    * Holds lock (`key`, `name`), so later statements see all its last holder committed: PostgreSQL's
    * advisory lock, alone (the next snapshot follows it); SQLite's transaction holds the only write lock.

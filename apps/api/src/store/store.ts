@@ -1,17 +1,6 @@
-import type {
-  NewPlant,
-  PlantWithId,
-  WebhookDelivery,
-  WebhookEndpoint,
-  WebhookEndpointDisabled,
-} from '@plant-store/schema';
-import type { deliveryOutbox } from './deliveries.ts';
-import type { webhookEndpoints } from './endpoints.ts';
-import type { eventLog } from './events.ts';
-import type { idempotencyKeys } from './idempotency-keys.ts';
+import type { NewPlant, PlantWithId, WebhookDelivery, WebhookEndpoint } from '@plant-store/schema';
 import type { ListOptions, PlantField, plantChanges } from './plants.ts';
 import type { sharedParts } from './shared.ts';
-import type { tokenStore } from './tokens.ts';
 
 /** UTF-8 bytes of name and tag one page of `list` holds at most: old or SQL-written rows can be megabytes. */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
@@ -43,11 +32,10 @@ export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<t
   close(): Promise<void>;
 }
 
-export type EventLog = ReturnType<typeof eventLog>;
-export type IdempotencyKeyStore = ReturnType<typeof idempotencyKeys>;
-export type DeliveryOutbox = ReturnType<typeof deliveryOutbox>;
-export type WebhookEndpointStore = ReturnType<typeof webhookEndpoints>;
-export type TokenStore = ReturnType<typeof tokenStore>;
+export type EventLog = PlantStore['events'];
+export type DeliveryOutbox = PlantStore['deliveries'];
+export type WebhookEndpointStore = PlantStore['webhookEndpoints'];
+export type TokenStore = PlantStore['tokens'];
 export type StoredEvent =
   | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
   | { id: bigint; type: 'plant.updated'; plant: PlantWithId; changed: PlantField[]; createdAt: Date }
@@ -93,7 +81,6 @@ export type EndpointDelivery = Omit<WebhookDelivery, 'nextAttemptAt' | 'createdA
   nextAttemptAt: Date | null;
   createdAt: Date;
 };
-export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 
 /** An endpoint, seen only by its owner (a token's name); secrets sealed (webhooks/secrets.ts). */
 export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' | 'events'> & {
@@ -104,11 +91,7 @@ export type StoredEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'description' 
   createdAt: Date;
   disabled: { at: Date; reason: EndpointDisabledReason } | null;
 };
-export type EndpointDisabledReason = WebhookEndpointDisabled['reason'];
-/** The `last_error` of the pending deliveries an endpoint's disabling fails. */
-export const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
-export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
-  Record<'pending' | 'failed', number>;
+export type EndpointDisabledReason = NonNullable<WebhookEndpoint['disabled']>['reason'];
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */
 export class StoreUnavailableError extends Error {

@@ -4,9 +4,8 @@ import { type Db, statements, type Time, toDate } from './sql.ts';
 
 type TokenRow = { name: string; digest: string; scopes: string; created_at: Time; revoked_at: Time | null };
 
-const SELECT = 'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens';
 const SQL = statements('tokens', {
-  list: `${SELECT} ORDER BY name`,
+  list: 'SELECT name, digest, scopes, created_at, revoked_at FROM api_tokens ORDER BY name',
   active: 'SELECT name, digest, scopes FROM api_tokens WHERE revoked_at IS NULL',
   create: `INSERT INTO api_tokens (name, digest, scopes, created_at) VALUES (@name, @digest, @scopes, {now})
     ON CONFLICT DO NOTHING`,

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
+import { EVENTS_CHANNEL } from '../../src/store/postgres/plants.ts';
 import { DURABLE_SESSION } from '../../src/store/postgres.ts';
 import type { NewDelivery, PlantStore } from '../../src/store/store.ts';
 import { TOKEN } from '../support/http.ts';
@@ -89,5 +90,29 @@ describe.skipIf(!postgresAvailable())('PostgreSQL group commit', () => {
     };
     expect(await show()).toBe('off');
     expect(await show(DURABLE_SESSION)).toBe('on');
+  });
+
+  it('NOTIFYs the events channel for the updates and deletes that append an event, and only for those', async () => {
+    const version = await store.create({ id: 1n, name: 'Fern' });
+    await withPostgresClient(url(), async (client) => {
+      let heard = 0;
+      client.on('notification', () => heard++);
+      await client.query(`LISTEN "${EVENTS_CHANNEL}"`);
+      /** How many notifications `change` gave: those of its COMMIT come before the next answer. */
+      const notified = async (change: () => Promise<unknown>) => {
+        const before = heard;
+        await change();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        await client.query('SELECT 1');
+        return heard - before;
+      };
+      expect(await notified(() => store.update({ id: 1n, name: 'Fern' }))).toBe(0);
+      expect(await notified(() => store.update({ id: 2n, name: 'Moss' }))).toBe(0);
+      expect(
+        await notified(() => store.update({ id: 1n, tag: 'green' }, { expected: [version as bigint] })),
+      ).toBe(1);
+      expect(await notified(() => store.delete(1n, undefined, [version as bigint]))).toBe(0);
+      expect(await notified(() => store.delete(1n))).toBe(1);
+    });
   });
 });

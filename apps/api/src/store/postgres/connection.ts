@@ -8,11 +8,10 @@ export type PostgresStoreOptions = Omit<Extract<StoreConfig, { kind: 'postgres' 
 export const APPLICATION_NAME = 'plant-store-api';
 export const DURABLE_SESSION = '-c synchronous_commit=on';
 
-const INT8_OID = 20;
 /** int8 as an exact bigint, on this store's connections only (pg's global parsers stay untouched). */
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary'
+    oid === pg.types.builtins.INT8 && format !== 'binary'
       ? (text: string) => BigInt(text)
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
@@ -58,12 +57,11 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
       throw new StoreUnavailableError('no PostgreSQL connection could be had', { cause });
     }
     const run = async ({ name, postgres }: Statement, params: Params = {}) => {
-      const timeout = Math.max(1, Math.ceil(deadline - performance.now()));
       const { rows, rowCount } = await client.query({
         name,
         text: postgres.text,
         values: bind(postgres, params),
-        query_timeout: timeout,
+        query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
       } as pg.QueryConfig);
       return { rows, changes: rowCount ?? 0 };
     };

@@ -58,8 +58,8 @@ const keyed = `
 const SQL = statements('postgres.plants', {
   createBatch: unkeyed,
   createKeyed: keyed,
-  lockEvents: `SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})`,
-  notify: `SELECT pg_notify('${EVENTS_CHANNEL}', '')`,
+  // Only a transaction that appends events takes it, so only those NOTIFY (on COMMIT).
+  lockEvents: `SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY}), pg_notify('${EVENTS_CHANNEL}', '')`,
 });
 
 type PendingCreate = {
@@ -153,12 +153,7 @@ export function postgresPlants(
       });
     },
     ...plantChanges({
-      transaction: (work) =>
-        db.transaction(async (tx) => {
-          const done = await work(tx);
-          await tx.run(SQL.notify);
-          return done;
-        }),
+      transaction: db.transaction,
       lockEvents: async (tx) => void (await tx.run(SQL.lockEvents)),
     }),
     list: (options) => call(() => serverPage(db, options)),

@@ -112,14 +112,12 @@ export function sqliteCommit(db: Connection, path: string) {
     }
   }
 
-  const shared: Db = {
-    all: <R>(statement: Statement, params: Params = {}) => read(() => execute<R>(statement, params).rows),
-    run: (statement, params) => transaction((tx) => tx.run(statement, params)),
-    transaction: (work) => transaction(work),
-  };
-
   return {
-    db: shared,
+    db: {
+      all: <R>(statement: Statement, params: Params = {}) => read(() => execute<R>(statement, params).rows),
+      run: (statement, params) => transaction((tx) => tx.run(statement, params)),
+      transaction: (work) => transaction(work),
+    } satisfies Db,
     read,
     transaction,
     failed,

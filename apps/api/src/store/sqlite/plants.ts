@@ -1,24 +1,8 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
-import {
-  CLAIM_LOST,
-  FAN_OUT,
-  filtered,
-  filterOf,
-  KEYED,
-  type PlantRow,
-  pageStart,
-  plantChanges,
-  toPlant,
-} from '../plants.ts';
-import { statements } from '../sql.ts';
-import {
-  KeyClaimLostError,
-  PAGE_BUDGET_BYTES,
-  type PlantPage,
-  type PlantStore,
-  textBytes,
-} from '../store.ts';
+import * as shared from '../plants.ts';
+import { bind, statements } from '../sql.ts';
+import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../store.ts';
 import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
@@ -33,10 +17,11 @@ const SQL = statements('sqlite.plants', {
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
 });
 // Read row by row up to the budget: a window function, as on PostgreSQL, costs SQLite twice the rows.
-const FILTERED = statements('sqlite.plants.page', {
-  tag: filtered('tag'),
-  prefix: filtered('prefix'),
-  both: filtered('both'),
+const PAGES = statements('sqlite.plants.page', {
+  all: shared.filtered(),
+  tag: shared.filtered('tag'),
+  prefix: shared.filtered('prefix'),
+  both: shared.filtered('both'),
 });
 
 type PlantTuple = [bigint, string, string | null, bigint];
@@ -46,10 +31,10 @@ export function sqlitePlants(
   db: Connection,
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
-  const select = db.prepare<[bigint, number], PlantRow>(
-    'SELECT id, name, tag, version FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
+  const pages = new Map(
+    Object.values(PAGES).map(({ sqlite }) => [sqlite, db.prepare<unknown[], shared.PlantRow>(sqlite.text)]),
   );
-  const selectRaw = db.prepare<[bigint, number], PlantTuple>(select.source).raw(true);
+  const selectRaw = db.prepare<[bigint, number], PlantTuple>(PAGES.all.sqlite.text).raw(true);
   // A page's `textBytes`: octet_length is read from each row's header, so megabyte rows cost no reading.
   const pageBytes = db
     .prepare<{ from: bigint; limit: number }, bigint>(
@@ -59,49 +44,37 @@ export function sqlitePlants(
     )
     .pluck(true);
 
-  const prepared = new Map(
-    Object.entries(FILTERED).map(([filter, { sqlite }]) => [
-      filter,
-      { ...sqlite, statement: db.prepare<unknown[], PlantRow>(sqlite.text) },
-    ]),
-  );
-
   return {
     async create(plant, outbox = [], answer, endpointPayload) {
       const traceContext = currentTraceparent();
       // A keyed create is made only while its request holds the key (the write lock keeps it so).
       const created = await engine.transaction((tx) => {
-        if (answer && tx.exec(KEYED.hold, answer).rows.length === 0) return CLAIM_LOST;
+        if (answer && tx.exec(shared.SQL.hold, answer).rows.length === 0) return shared.CLAIM_LOST;
         const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
         if (inserted === undefined) return false;
         tx.exec(SQL.created, { ...plant, version: inserted.version });
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
-          tx.exec(FAN_OUT, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(KEYED.answer, { ...answer, version: inserted.version });
+          tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
+        if (answer) tx.exec(shared.SQL.answer, { ...answer, version: inserted.version });
         return inserted.version;
       }, true);
-      if (created === CLAIM_LOST) throw new KeyClaimLostError();
+      if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
       return created;
     },
-    ...plantChanges({
+    ...shared.plantChanges({
       transaction: (work) => engine.transaction(work, true),
       lockEvents: async () => {},
     }),
     list: (options) =>
       engine.read(() => {
         const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
-        const from = pageStart(after);
+        const from = shared.pageStart(after);
         if (from === undefined) return { plants: [], more: false };
-        const filter = filterOf(options);
-        if (filter !== undefined) {
-          const { statement, names } = prepared.get(filter)!;
-          const params: Record<string, unknown> = { ...options, from, limit: limit + 1 };
-          return byRow(statement.iterate(...names.map((name) => params[name])), limit, maxBytes);
-        }
+        const filter = shared.filterOf(options) ?? 'all';
         // The usual page fits its budget: then one all() reads it, cheaper than stepping row by row.
-        if (pageBytes.get({ from, limit })! <= maxBytes) {
+        if (filter === 'all' && pageBytes.get({ from, limit })! <= maxBytes) {
           const rows = selectRaw.all(from, limit + 1);
           const plants: PlantWithId[] = [];
           for (let i = 0; i < rows.length && i < limit; i++) {
@@ -110,19 +83,21 @@ export function sqlitePlants(
           }
           return { plants, more: rows.length > limit };
         }
-        return byRow(select.iterate(from, limit + 1), limit, maxBytes);
+        const { sqlite } = PAGES[filter];
+        const rows = pages.get(sqlite)!.iterate(...bind(sqlite, { ...options, from, limit: limit + 1 }));
+        return byRow(rows, limit, maxBytes);
       }),
   };
 }
 
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<PlantRow>, limit: number, maxBytes: number): PlantPage {
+function byRow(rows: Iterable<shared.PlantRow>, limit: number, maxBytes: number) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
   for (const row of rows) {
     bytes += textBytes(row);
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-    plants.push(toPlant(row));
+    plants.push(shared.toPlant(row));
   }
   return { plants, more: false };
 }
