@@ -53,12 +53,12 @@ export const SQL = statements('plants', {
   'page.prefix': page(filtered('prefix')),
   'page.both': page(filtered('both')),
   // Holds (on PostgreSQL, locks) the key's row only while this request's claim has it.
-  hold: `UPDATE idempotency_keys SET claim = claim
-    WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL RETURNING claim`,
+  hold: `SELECT claim FROM idempotency_keys
+    WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL {for update}`,
   answer:
     'UPDATE idempotency_keys SET status = @status, body = @body, version = @version WHERE token_name = @tokenName AND key = @key',
   // Locks the plant's row (PostgreSQL) before the events lock, the order creates and deletes take them in.
-  lock: 'UPDATE plants SET version = version WHERE id = @id RETURNING id, name, tag, version',
+  lock: 'SELECT id, name, tag, version FROM plants WHERE id = @id {for update}',
   updated: `INSERT INTO plant_events (type, plant_id, name, tag, changed, created_at)
     VALUES ('plant.updated', @id, @name, @tag, @changed, {now}) RETURNING id`,
   set: 'UPDATE plants SET name = @name, tag = @tag, version = @version WHERE id = @id',

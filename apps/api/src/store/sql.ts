@@ -26,8 +26,9 @@ export interface Tx extends Pick<Db, 'run'> {
  * Statements both stores run, named `prefix.key`; parameters are `@name`, and words stand for what differs:
  * - `{now}`: PostgreSQL's now() (one clock for every instance); SQLite: epoch ms, one per transaction.
  * - `{now + @ms}`, `{now - @ms}`: that many milliseconds later or earlier.
- * - `{skip locked}`: PostgreSQL's `FOR UPDATE SKIP LOCKED`, passing over rows another instance is
- *   taking; nothing on SQLite, one writer at a time.
+ * - `{for update}`: PostgreSQL's `FOR UPDATE`, the rows read locked until commit; `{skip locked}`:
+ *   `FOR UPDATE SKIP LOCKED`, passing over rows another instance is taking. Nothing on SQLite, whose
+ *   one writer at a time holds them all.
  * - `{seq}`: insertion order, breaking ties of equal times (SQLite's rowid; PostgreSQL's `id`).
  * - `{json @rows}`: the elements of the JSON array `@rows`, each as `value`.
  * - `{delivery id}`: a new random `webhook-id`.
@@ -44,7 +45,7 @@ export function statements<K extends string>(prefix: string, texts: Record<K, st
 }
 
 export const registered = new Map<string, Statement>();
-const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{json @(\w+)\}|@(\w+)/g;
+const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{json @(\w+)\}|@(\w+)/g;
 
 function compile(text: string, dialect: Dialect): Compiled {
   const names: string[] = [];
@@ -58,6 +59,7 @@ function compile(text: string, dialect: Dialect): Compiled {
     if (name) return param(name);
     if (json)
       return sqlite ? `json_each(${param(json)})` : `json_array_elements(CAST(${param(json)} AS json))`;
+    if (word === '{for update}') return sqlite ? '' : 'FOR UPDATE';
     if (word === '{skip locked}') return sqlite ? '' : 'FOR UPDATE SKIP LOCKED';
     if (word === '{seq}') return sqlite ? 'rowid' : 'id';
     if (word === '{delivery id}')
