@@ -1,5 +1,5 @@
-import type { Middleware } from 'koa';
 import type { Redis } from 'ioredis';
+import type { Middleware } from 'koa';
 import {
   type RateLimiterAbstract,
   RateLimiterMemory,
@@ -70,8 +70,9 @@ export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLim
       limited = true;
     }
     const resetSeconds = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
-    ctx.set('RateLimit-Policy', policy);
-    ctx.set('RateLimit', `"default";r=${Math.max(0, state.remainingPoints)};t=${resetSeconds}`);
+    // Before any answer: on node's response itself, as observe.ts sets its headers.
+    ctx.res.setHeader('RateLimit-Policy', policy);
+    ctx.res.setHeader('RateLimit', `"default";r=${Math.max(0, state.remainingPoints)};t=${resetSeconds}`);
     if (limited) {
       throw new RequestError(
         'rate_limited',
