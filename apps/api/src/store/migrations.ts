@@ -237,6 +237,18 @@ export const migrations: readonly Migration[] = [
     up: 'ALTER TABLE idempotency_keys ADD COLUMN version BIGINT',
     down: 'ALTER TABLE idempotency_keys DROP COLUMN version',
   },
+  {
+    version: 13,
+    name: 'cover tag pages with their index',
+    // SQLite reads a tag's page from the index alone, not from rows spread over the table. PostgreSQL
+    // keeps (tag, id): given a wider index, its planner reads a common tag through the primary key.
+    up: (dialect) =>
+      dialect === 'sqlite'
+        ? 'DROP INDEX plants_tag; CREATE INDEX plants_tag ON plants (tag, id, name, version)'
+        : '',
+    down: (dialect) =>
+      dialect === 'sqlite' ? 'DROP INDEX plants_tag; CREATE INDEX plants_tag ON plants (tag, id)' : '',
+  },
 ];
 
 const EVENTS = ["'plant.created'", "'plant.updated'", "'plant.deleted'"];
