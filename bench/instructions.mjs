@@ -1,7 +1,9 @@
-// Instructions per request of one scenario, counted by valgrind's callgrind: repeatable to about
-// 5% between runs (2,000 requests) on a machine too loaded for req/s or CPU time to mean much.
-// For comparing two builds of the api (a dependency patched or not, a code path or another), in
-// alternation and several runs each; not for absolute speed (one request at a time, no batching).
+// Instructions per request of one scenario, counted by valgrind's callgrind, on a machine too
+// loaded for req/s or CPU time to mean much. For comparing two builds of the api (a dependency
+// patched or not, a code path or another), in alternation and several runs each; not for absolute
+// speed (one request at a time, no batching). The warm-up must let V8 finish optimizing: after
+// 2,000 requests its compiler was still 15-28% of a GET's or a create's count, and runs of one
+// build differed by 10%; after 8,000 (the default), by about 1%.
 //
 //   node bench/instructions.mjs <rest|trpc|trpc-batch|get|patch|webhook> [requests] [warm-up requests]
 //
@@ -22,7 +24,7 @@ import { join, resolve } from 'node:path';
 import { API_MAIN } from './lib/system.mjs';
 import { buildRequest, createsPerRequest, restBody } from './lib/workload.mjs';
 
-const [scenario = 'rest', requestsArg = '5000', warmupArg = '3000'] = process.argv.slice(2);
+const [scenario = 'rest', requestsArg = '3000', warmupArg = '8000'] = process.argv.slice(2);
 const requests = Number(requestsArg);
 const warmup = Number(warmupArg);
 /** Requests in flight at once (BENCH_INSTRUCTIONS_CONNECTIONS): 1 keeps the count repeatable. */
