@@ -32,7 +32,7 @@ const TAG = 'tag = @tag';
 // Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
 const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
-/** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads the (tag, id) index). */
+/** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag). */
 export const filtered = (filter?: Filter) => `SELECT id, name, tag, version FROM plants
   WHERE ${filter ? `${WHERE[filter]} AND ` : ''}id >= @from ORDER BY id LIMIT @limit`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };

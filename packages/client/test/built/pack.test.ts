@@ -134,8 +134,10 @@ function plainEnv(): NodeJS.ProcessEnv {
 describe('the packed client, installed outside the workspace', () => {
   it('installs from its tarball with npm, type-checks and calls the api over REST and tRPC', async () => {
     const tarball = join(project, 'plant-store-client.tgz');
-    // dist/ as the build made it (test/support/build.ts): `prepack` runs the same build.mjs, but
-    // rebuilding here would empty dist/ under the CLI tests running beside this one.
+    // dist/ as the build made it (test/support/build.ts): publishing builds it with the same
+    // build.mjs (`prepack`), but rebuilding here would empty dist/ under the CLI tests beside this one.
+    const { scripts } = JSON.parse(readFileSync(join(PACKAGE, 'package.json'), 'utf8'));
+    expect(scripts.prepack).toBe('node build.mjs');
     await run('pnpm', ['pack', '--config.ignore-scripts=true', '--out', tarball], { cwd: PACKAGE });
 
     writeFileSync(
