@@ -17,8 +17,8 @@ export const PROJECTS = {
 export type ProjectName = keyof typeof PROJECTS;
 
 /**
- * Files run side by side, one more than the cores: most tests wait on sockets, timers and child
- * processes (on 2 cores the machine stayed half idle with two at a time; vitest's default there is one).
+ * Files run side by side, one more than the cores (vitest's default on 2 cores is one): most tests
+ * wait on sockets, timers and child processes. With three on CI's 2 cores both stay busy.
  */
 const WORKERS = availableParallelism() + 1;
 
