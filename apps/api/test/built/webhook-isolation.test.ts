@@ -35,7 +35,7 @@ async function until(condition: () => Promise<boolean> | boolean, timeoutMs = 10
 }
 
 describe.each(testStores())('webhook subscribers are isolated from each other on $name', (testStore) => {
-  it('a subscriber that never answers delays no other: the healthy one gets every delivery within 2 s of its create', async () => {
+  it('a subscriber that never answers delays no other: the healthy one gets every delivery within 4 s of its create', async () => {
     const store = await setup(testStore);
     const secret = newWebhookSecret();
     const healthy = await receiver(secret);
@@ -68,7 +68,9 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     const late = created.flatMap(({ body, at }) => {
       const delivered = healthy.received.find((request) => request.body === body);
       const ms = delivered === undefined ? Number.POSITIVE_INFINITY : Math.round(delivered.at - at);
-      return ms < 2_000 ? [] : [{ body, ms }];
+      // A poll (1 s) and an attempt; 4 s leaves room for a loaded machine (2.5 s seen with three test
+      // files and a build on 2 cores), and is far below the 10 s a slot held by the black hole lasts.
+      return ms < 4_000 ? [] : [{ body, ms }];
     });
     expect(late).toStrictEqual([]);
     expect(healthy.received).toHaveLength(created.length);

@@ -179,6 +179,8 @@ describe.each(testStores())(
           await expect
             .poll(() => running.processes().map(describeProcess), { timeout: 15_000, interval: 100 })
             .toEqual([]);
+          // The last lines may still be in the pipe when the last process is gone.
+          await running.closed;
           expect(running.logs.map((entry) => entry.msg)).toContain('stopped');
           expect(running.logs.filter((entry) => Number(entry.level) >= 50)).toEqual([]);
           expect(await portRefuses(port)).toBe(true);

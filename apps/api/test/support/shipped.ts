@@ -74,10 +74,12 @@ export type ShippedService = {
   signal(signal: NodeJS.Signals): void;
   /** The shell's exit: its code, or the signal that ended it. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Once every process holding the command's output has exited and each of its lines is in `logs`. */
+  closed: Promise<void>;
   /**
    * Sends `signal` to the whole process group, as a terminal's Ctrl-C (SIGINT) or a supervisor
    * stopping the service (SIGTERM) does, and resolves once every process the command started has
-   * exited; after 30 s it kills them and rejects.
+   * exited and its output is read; after 30 s it kills them and rejects.
    */
   stop(signal: 'SIGINT' | 'SIGTERM'): Promise<void>;
 };
@@ -104,6 +106,7 @@ export async function startShipped(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     const onLine = (line: string) => {
       output.push(line);
@@ -132,6 +135,7 @@ export async function startShipped(
     logs,
     pid,
     exited,
+    closed,
     processes: () => processesOf(pid),
     alive: () => processesOf(pid).length > 0,
     signal: (signal) => signalGroup(pid, signal),
@@ -148,6 +152,7 @@ export async function startShipped(
         }
         await sleep(100);
       }
+      await closed;
     },
   };
 }
