@@ -34,7 +34,8 @@ const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
 /** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag). */
 export const filtered = (filter?: Filter) => `SELECT id, name, tag, version FROM plants
-  WHERE ${filter ? `${WHERE[filter]} AND ` : ''}id >= @from ORDER BY id LIMIT @limit`;
+  WHERE ${where(filter)} ORDER BY id LIMIT @limit`;
+export const where = (filter?: Filter) => `${filter ? `${WHERE[filter]} AND ` : ''}id >= @from`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
 
 /** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */

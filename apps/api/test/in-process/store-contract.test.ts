@@ -316,6 +316,25 @@ describe.each(testStores())('the $name store', (testStore) => {
       });
     });
 
+    it('holds a tag page to its byte budget too, counting only the plants of that tag', async () => {
+      const plants = [
+        { id: 1n, name: 'a'.repeat(50), tag: 't' }, // 51
+        { id: 2n, name: 'x'.repeat(500), tag: 'u' }, // another tag's: not counted
+        { id: 3n, name: 'b'.repeat(49), tag: 't' }, // 50: 101 with the first
+        { id: 4n, name: 'c', tag: 't' }, // 2: 103 in all
+      ];
+      for (const plant of shuffled(plants)) await store.create(plant);
+      const page = async (maxBytes: number, after?: bigint) =>
+        unversioned(await store.list({ limit: 10, after, maxBytes, tag: 't' }));
+      expect(await page(100)).toStrictEqual({ plants: [plants[0]], more: true });
+      expect(await page(100, 1n)).toStrictEqual({ plants: [plants[2], plants[3]], more: false });
+      expect(await page(103)).toStrictEqual({ plants: [plants[0], plants[2], plants[3]], more: false });
+      expect(unversioned(await store.list({ limit: 2, tag: 't' }))).toStrictEqual({
+        plants: [plants[0], plants[2]],
+        more: true,
+      });
+    });
+
     it('holds a page of big rows to the default budget of 1 MiB', async () => {
       // 40 rows of 60,000 characters, as written before the length limits: 2.4 MB in all.
       const big = Array.from({ length: 40 }, (_, i) => ({ id: BigInt(i), name: `${i}`.padEnd(60_000, 'x') }));

@@ -1,7 +1,7 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
 import * as shared from '../plants.ts';
-import { bind, statements } from '../sql.ts';
+import { bind, type Statement, statements } from '../sql.ts';
 import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../store.ts';
 import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
@@ -23,6 +23,14 @@ const PAGES = statements('sqlite.plants.page', {
   prefix: shared.filtered('prefix'),
   both: shared.filtered('both'),
 });
+// The text bytes of a page of all plants or of one tag, each row's length read from its header in an index:
+// megabyte rows cost no reading. The usual page fits its budget: one all() reads it, cheaper than row by row.
+function bytes(filter?: 'tag') {
+  return `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
+    WHERE ${shared.where(filter)} AND id <= coalesce(
+      (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
+}
+const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
 type PlantTuple = [bigint, string, string | null, bigint];
 
@@ -31,19 +39,9 @@ export function sqlitePlants(
   db: Connection,
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
-  const pages = new Map(
-    Object.values(PAGES).map(({ sqlite }) => [sqlite, db.prepare<unknown[], shared.PlantRow>(sqlite.text)]),
-  );
-  const selectRaw = db.prepare<[bigint, number], PlantTuple>(PAGES.all.sqlite.text).raw(true);
-  // A page's `textBytes`: octet_length is read from each row's header, so megabyte rows cost no reading.
-  const pageBytes = db
-    .prepare<{ from: bigint; limit: number }, bigint>(
-      `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
-       WHERE id >= @from AND id <= coalesce(
-         (SELECT id FROM plants WHERE id >= @from ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`,
-    )
-    .pluck(true);
-
+  const prepare = <R>({ sqlite }: Statement) => db.prepare<unknown[], R>(sqlite.text);
+  const pages = new Map(Object.values(PAGES).map((page) => [page, prepare<PlantTuple>(page).raw(true)]));
+  const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
   return {
     async create(plant, outbox = [], answer, endpointPayload) {
       const traceContext = currentTraceparent();
@@ -73,31 +71,28 @@ export function sqlitePlants(
         const from = shared.pageStart(after);
         if (from === undefined) return { plants: [], more: false };
         const filter = shared.filterOf(options) ?? 'all';
-        // The usual page fits its budget: then one all() reads it, cheaper than stepping row by row.
-        if (filter === 'all' && pageBytes.get({ from, limit })! <= maxBytes) {
-          const rows = selectRaw.all(from, limit + 1);
-          const plants: PlantWithId[] = [];
-          for (let i = 0; i < rows.length && i < limit; i++) {
-            const [id, name, tag, version] = rows[i]!;
-            plants.push(tag === null ? { id, name, version } : { id, name, tag, version });
-          }
-          return { plants, more: rows.length > limit };
+        const page = pages.get(PAGES[filter])!;
+        const args = bind(PAGES[filter].sqlite, { ...options, from, limit: limit + 1 });
+        const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
+        if (size && sizes.get(size)!.get(...bind(size.sqlite, { ...options, from, limit }))! <= maxBytes) {
+          const rows = page.all(...args);
+          return { plants: rows.slice(0, limit).map(toPlant), more: rows.length > limit };
         }
-        const { sqlite } = PAGES[filter];
-        const rows = pages.get(sqlite)!.iterate(...bind(sqlite, { ...options, from, limit: limit + 1 }));
-        return byRow(rows, limit, maxBytes);
+        return byRow(page.iterate(...args), limit, maxBytes);
       }),
   };
 }
 
+const toPlant = ([id, name, tag, version]: PlantTuple) => shared.toPlant({ id, name, tag, version });
+
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<shared.PlantRow>, limit: number, maxBytes: number) {
+function byRow(rows: Iterable<PlantTuple>, limit: number, maxBytes: number) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
   for (const row of rows) {
-    bytes += textBytes(row);
+    bytes += textBytes({ name: row[1], tag: row[2] });
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-    plants.push(shared.toPlant(row));
+    plants.push(toPlant(row));
   }
   return { plants, more: false };
 }
