@@ -17,7 +17,7 @@
 // is not counted).
 
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -212,6 +212,8 @@ try {
   await delivered(warmup + requests);
   callgrindControl('-d');
   const text = await dumped();
+  // For callgrind_annotate (where the instructions went, the collector's share among them).
+  if (process.env.BENCH_INSTRUCTIONS_DUMP) writeFileSync(process.env.BENCH_INSTRUCTIONS_DUMP, text);
   const total = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1]);
   console.log(
     JSON.stringify({

@@ -40,6 +40,7 @@ export function ifMatchVersions(header: string): Expected {
 
 /** Whether `If-None-Match` names `etag` (weak comparison, as RFC 9110 §13.1.2 asks) or is `*`. */
 export function noneMatchFails(header: string, etag: string): boolean {
+  if (header === etag) return true;
   const tags = entityTags(header);
   return tags === '*' || tags.some((tag) => `"${tag.opaque}"` === etag);
 }

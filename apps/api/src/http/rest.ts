@@ -141,12 +141,11 @@ export function restAdapter(
 
 /** A REST call's request scope: with its `If-Match` header, and the answer's `ETag` for a plant's version. */
 function restScope(ctx: Context): RequestScope {
+  const scope = requestScope(ctx, 1);
   const ifMatch = ctx.req.headers['if-match'];
-  return {
-    ...requestScope(ctx, 1),
-    ...(ifMatch !== undefined && { ifMatch }),
-    setVersion: (version) => ctx.set('ETag', etagOf(version)),
-  };
+  if (ifMatch !== undefined) scope.ifMatch = ifMatch;
+  scope.setVersion = (version) => ctx.res.setHeader('ETag', etagOf(version));
+  return scope;
 }
 
 /** The media types a PATCH body may be sent as: a JSON Merge Patch (RFC 7396), or plain JSON. */
@@ -184,7 +183,7 @@ async function readPatch(
  * A stream's `Last-Event-ID` header (sent by EventSource when it reconnects) as its `after`
  * parameter, which it overrides: the URL still carries the `after` the stream first started from.
  */
-function resumeFrom(ctx: Context, route: RestRoute): { after?: string } {
-  const last = ctx.get('last-event-id');
-  return route.operation.stream && last !== '' ? { after: last } : {};
+function resumeFrom(ctx: Context, route: RestRoute): { after?: string } | undefined {
+  const last = route.operation.stream ? ctx.get('last-event-id') : '';
+  return last === '' ? undefined : { after: last };
 }
