@@ -5,8 +5,7 @@ import type { Delivery, DeliveryEvent, EndpointDelivery, NewDelivery, Prune, Sub
 export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 type Integer = number | bigint;
 type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer; created_at: Time } & {
-  // Read by claims only.
-  endpoint_id?: string | null;
+  endpoint_id?: string | null; // This and the next two: read by claims only.
   event?: DeliveryEvent;
   trace_context?: string | null;
 };

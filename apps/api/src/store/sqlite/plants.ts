@@ -16,20 +16,19 @@ const SQL = statements('sqlite.plants', {
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
 });
-// Read row by row up to the budget: a window function, as on PostgreSQL, costs SQLite twice the rows.
+// Over its budget a page is read row by row: a window function, as on PostgreSQL, costs SQLite twice the rows.
 const PAGES = statements('sqlite.plants.page', {
   all: shared.filtered(),
   tag: shared.filtered('tag'),
   prefix: shared.filtered('prefix'),
   both: shared.filtered('both'),
 });
-// The text bytes of a page of all plants or of one tag, each row's length read from its header in an index:
-// megabyte rows cost no reading. The usual page fits its budget: one all() reads it, cheaper than row by row.
-function bytes(filter?: 'tag') {
-  return `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
-    WHERE ${shared.where(filter)} AND id <= coalesce(
-      (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
-}
+// A page's text bytes, read from an index (each length from its row's header): within budget, one all() reads it.
+const bytes = (
+  filter?: 'tag',
+) => `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0)
+  FROM plants WHERE ${shared.where(filter)} AND id <= coalesce(
+    (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
 type PlantTuple = [bigint, string, string | null, bigint];
