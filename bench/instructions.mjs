@@ -3,7 +3,10 @@
 // patched or not, a code path or another), in alternation and several runs each; not for absolute
 // speed (one request at a time, no batching). The warm-up must let V8 finish optimizing: after
 // 2,000 requests its compiler was still 15-28% of a GET's or a create's count, and runs of one
-// build differed by 10%; after 8,000 (the default), by about 1%.
+// build differed by 10%; after 8,000 (the default), by about 1%. Two builds compare only over many
+// requests (20,000): over 3,000, a major GC falls inside one build's window and not the other's as
+// their allocations differ by a little, and moved a PATCH's count by 5-7% (callgrind_annotate on
+// BENCH_INSTRUCTIONS_DUMP showed the collector's marking in one and not the other).
 //
 //   node bench/instructions.mjs <rest|trpc|trpc-batch|get|patch|webhook> [requests] [warm-up requests]
 //
