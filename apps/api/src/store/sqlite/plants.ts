@@ -24,11 +24,11 @@ const PAGES = statements('sqlite.plants.page', {
   both: shared.filtered('both'),
 });
 // A page's text bytes, read from an index (each length from its row's header): within budget, one all() reads it.
-const bytes = (
-  filter?: 'tag',
-) => `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0)
-  FROM plants WHERE ${shared.where(filter)} AND id <= coalesce(
-    (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
+function bytes(filter?: 'tag') {
+  return `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
+    WHERE ${shared.where(filter)} AND id <= coalesce(
+      (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
+}
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
 type PlantTuple = [bigint, string, string | null, bigint];
