@@ -14,6 +14,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config.ts';
+import { pooledIdGenerator } from './ids.ts';
 import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
 
 /**
@@ -34,6 +35,7 @@ export function startTracing(config: TracingConfig, exporter: SpanExporter = otl
   const provider = new TracerProvider({
     resource: detected.merge(resourceFromAttributes({ 'service.name': serviceName })),
     sampler: sampler(config.sampler),
+    idGenerator: pooledIdGenerator(),
     spanProcessors: [
       new BatchSpanProcessor({
         exporter,
