@@ -23,7 +23,8 @@ export function pooledIdGenerator(fill: (pool: Buffer) => Buffer = randomFillSyn
         pool = fill(Buffer.allocUnsafe(POOL_BYTES)).toString('hex');
         offset = 0;
       }
-      const id = pool.slice(offset, (offset += digits));
+      const id = pool.slice(offset, offset + digits);
+      offset += digits;
       // The first digit alone rules out 15 in 16 ids before comparing the whole.
       if (id.charCodeAt(0) !== ZERO || id !== INVALID[digits]) return id;
     }
