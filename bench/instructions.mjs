@@ -18,9 +18,21 @@
 // plants they use), switches instrumentation on, sends the measured requests (one at a time,
 // kept-alive), dumps and prints the instructions per request (user space only: the kernel's share
 // is not counted).
+//
+// BENCH_INSTRUCTIONS_DUMP=<file> keeps callgrind's dump there (and V8's map of its machine code
+// beside it, <file>.map): `node bench/annotate.mjs <file>` lists where the instructions went by
+// function, JavaScript included; `--callers <function>` who called one.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -62,6 +74,9 @@ const server = spawn(
     '--single-threaded',
     '--predictable-gc-schedule',
     '--max-old-space-size=256',
+    // With a dump kept: V8 names its machine code in /tmp/perf-<pid>.map, kept beside the dump,
+    // for bench/annotate.mjs to name the JavaScript that callgrind sees only as addresses.
+    ...(process.env.BENCH_INSTRUCTIONS_DUMP ? ['--perf-basic-prof'] : []),
     main,
   ],
   {
@@ -216,7 +231,12 @@ try {
   callgrindControl('-d');
   const text = await dumped();
   // For callgrind_annotate (where the instructions went, the collector's share among them).
-  if (process.env.BENCH_INSTRUCTIONS_DUMP) writeFileSync(process.env.BENCH_INSTRUCTIONS_DUMP, text);
+  if (process.env.BENCH_INSTRUCTIONS_DUMP) {
+    writeFileSync(process.env.BENCH_INSTRUCTIONS_DUMP, text);
+    const map = join(tmpdir(), `perf-${server.pid}.map`);
+    copyFileSync(map, `${process.env.BENCH_INSTRUCTIONS_DUMP}.map`);
+    rmSync(map);
+  }
   const total = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1]);
   console.log(
     JSON.stringify({
