@@ -120,12 +120,7 @@ export function createApp(options: AppOptions): Koa {
   app.use(healthMiddleware(store));
   // With Redis, the limiters send their command synchronously: it is a child of the request's span.
   const limiting = (middleware: Koa.Middleware): Koa.Middleware =>
-    tracing
-      ? (ctx, next) =>
-          ctx.state.span === undefined
-            ? middleware(ctx, next)
-            : withSyncSpan(ctx.state.span, () => middleware(ctx, next))
-      : middleware;
+    tracing ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next)) : middleware;
   if (authFailures) app.use(limiting(authFailureMiddleware(authFailures.limiter, authFailures.limit)));
   if (rateLimit) app.use(limiting(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
   app.use(metricsMiddleware(metrics));
