@@ -31,7 +31,7 @@ export interface Tx extends Pick<Db, 'run'> {
  *   one writer at a time holds them all.
  * - `{seq}`: insertion order, breaking ties of equal times (SQLite's rowid; PostgreSQL's `id`).
  * - `{json @rows}`: the elements of the JSON array `@rows`, each as `value`.
- * - `{delivery id}`: a new random `webhook-id`.
+ * - `{delivery id}`: a new `webhook-id`, time-ordered as `newWebhookId` makes them (webhooks/event.ts).
  */
 export function statements<K extends string>(prefix: string, texts: Record<K, string>): Record<K, Statement> {
   const entries = Object.entries<string>(texts).map(([key, text]) => {
@@ -63,7 +63,9 @@ function compile(text: string, dialect: Dialect): Compiled {
     if (word === '{skip locked}') return sqlite ? '' : 'FOR UPDATE SKIP LOCKED';
     if (word === '{seq}') return sqlite ? 'rowid' : 'id';
     if (word === '{delivery id}')
-      return `'msg_' || ${sqlite ? 'lower(hex(randomblob(16)))' : "replace(gen_random_uuid()::text, '-', '')"}`;
+      return sqlite
+        ? `'msg_' || printf('%012x', ${param('now')}) || lower(hex(randomblob(10)))`
+        : "'msg_' || lpad(to_hex(CAST(extract(epoch FROM now()) * 1000 AS bigint)), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13)";
     const now = sqlite ? param('now') : 'now()';
     if (!sign || !ms) return now;
     return `(${now} ${sign} ${sqlite ? param(ms) : `CAST(${param(ms)} AS bigint) * interval '1 millisecond'`})`;

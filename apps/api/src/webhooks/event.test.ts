@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { newPlantWebhook } from './event.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { newPlantWebhook, newWebhookId } from './event.ts';
 
 describe('newPlantWebhook', () => {
   it('builds one delivery per subscriber URL, each with its own webhook-id and the exact NewPlant body', () => {
@@ -21,5 +21,22 @@ describe('newPlantWebhook', () => {
     expect(first).toStrictEqual([]);
     expect(none.deliveriesFor({ id: 2n, name: 'Moss' })).toBe(first);
     expect(newPlantWebhook().deliveriesFor({ id: 1n, name: 'Fern' })).toBe(first);
+  });
+});
+
+describe('newWebhookId', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('starts with the time in milliseconds, so later ids sort after earlier ones, and differs within one', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.UTC(2026, 10, 26, 12, 0, 0, 5));
+    const first = [newWebhookId(), newWebhookId()];
+    vi.setSystemTime(Date.UTC(2026, 10, 26, 12, 0, 0, 6));
+    const later = newWebhookId();
+    for (const id of [...first, later]) expect(id).toMatch(/^msg_[0-9a-f]{32}$/);
+    expect(first[0]!.slice(4, 16)).toBe(Date.UTC(2026, 10, 26, 12, 0, 0, 5).toString(16).padStart(12, '0'));
+    expect(later.slice(4, 16)).toBe(Date.UTC(2026, 10, 26, 12, 0, 0, 6).toString(16).padStart(12, '0'));
+    expect(first[0]).not.toBe(first[1]);
+    expect([later, ...first].sort()[2]).toBe(later);
   });
 });

@@ -28,7 +28,12 @@ export function newPlantPayload({ id, name, tag }: NewPlant): string {
   return stringifyJson(withTag({ id, name }, tag));
 }
 
-/** A new Standard Webhooks `webhook-id`, one per delivery, kept for all of its attempts. */
+/**
+ * A new Standard Webhooks `webhook-id`, one per delivery, kept for all of its attempts: `msg_`, the
+ * time in milliseconds (12 hex digits), then 20 random ones (80 bits less the UUID's version digit).
+ * Time first, so the outbox's primary key grows at its end: a random key put every delivery on a
+ * random page of that index, and a group commit wrote hundreds of pages to the log.
+ */
 export function newWebhookId(): string {
-  return `msg_${randomUUID().replaceAll('-', '')}`;
+  return `msg_${Date.now().toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(12)}`;
 }

@@ -808,6 +808,9 @@ describe.each(testStores())('the $name store', (testStore) => {
         endpoint: { id: endpoint(1).id, event: 'plant.created' },
       });
       expect(claimed!.id).toMatch(/^msg_[0-9a-f]{32}$/);
+      // Time-ordered, as the api's own ids (newWebhookId): the outbox's key grows at its end.
+      const idTime = Number.parseInt(claimed!.id.slice(4, 16), 16);
+      expect(Math.abs(idTime - claimed!.createdAt.getTime())).toBeLessThanOrEqual(1);
       await store.deliveries.markFailed(claimed!.id, 'HTTP 410', 410);
       const ping = (await store.deliveries.enqueue(
         {
