@@ -134,7 +134,6 @@ export function startDeliveryWorker({
   const subscribers = new Map<string, Subscriber>();
   let heldInAll = 0;
   const backoff = { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs };
-  const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => {});
   const markDelivered = batched((items: { id: string; status: number }[]) =>
     outbox.markDelivered(
       items.map((item) => item.id),
@@ -144,10 +143,10 @@ export function startDeliveryWorker({
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
   let woken = false;
-  let resume: (() => void) | undefined;
+  const naps = wakeableNaps(stopping.signal);
   const wake = () => {
     woken = true;
-    resume?.();
+    naps.wake();
   };
 
   function subscriber(
@@ -423,13 +422,7 @@ export function startDeliveryWorker({
       woken = false;
       await claimRound();
       if (woken) continue;
-      await Promise.race([
-        nap(config.pollIntervalMs),
-        new Promise<void>((resolve) => {
-          resume = resolve;
-        }),
-      ]);
-      resume = undefined;
+      await naps.nap(config.pollIntervalMs);
     }
   }
 
@@ -465,6 +458,31 @@ export function startDeliveryWorker({
       // Outcomes, abandoned attempts and releases are written before the store closes.
       while (busy.size > 0) await Promise.allSettled(busy);
     },
+  };
+}
+
+/**
+ * Naps that `wake` or an abort of `signal` ends early, leaving no timer and no listener behind. (A
+ * sleep raced against a wake kept both until its time was up: under load the worker woke more often
+ * than it napped out, and Node warned of a listener leak on `signal`.)
+ */
+export function wakeableNaps(signal: AbortSignal): { nap(ms: number): Promise<void>; wake(): void } {
+  let end: (() => void) | undefined;
+  return {
+    nap: (ms) =>
+      new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        const finish = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', finish);
+          end = undefined;
+          resolve();
+        };
+        const timer = setTimeout(finish, ms);
+        signal.addEventListener('abort', finish);
+        end = finish;
+      }),
+    wake: () => end?.(),
   };
 }
 
