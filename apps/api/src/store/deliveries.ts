@@ -27,17 +27,11 @@ function toDelivery(row: DeliveryRow): Delivery {
 }
 
 function toEndpointDelivery(row: EndpointDeliveryRow): EndpointDelivery {
-  const { id, event, status, last_response_code: code } = row;
-  return {
-    id,
-    event,
-    status,
-    attempts: Number(row.attempts),
-    lastResponseCode: code === null ? null : Number(code),
-    lastError: row.last_error,
-    nextAttemptAt: status === 'pending' ? toDate(row.next_attempt_at) : null,
-    createdAt: toDate(row.created_at),
-  };
+  const { id, event, status, last_response_code: code, last_error: lastError } = row;
+  const nextAttemptAt = status === 'pending' ? toDate(row.next_attempt_at) : null;
+  const lastResponseCode = code === null ? null : Number(code);
+  const [attempts, createdAt] = [Number(row.attempts), toDate(row.created_at)];
+  return { id, event, status, attempts, lastResponseCode, lastError, nextAttemptAt, createdAt };
 }
 
 const ENDPOINT_DELIVERY =

@@ -129,19 +129,11 @@ export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
           const { rows } = await tx.run<{ id: bigint }>(SQL.updated, { ...next, changed: changed.join(',') });
           plant = toPlant({ ...next, version: rows[0]!.id });
           await tx.run(SQL.set, { ...next, version: plant.version });
-          await tx.run(SQL.fanOut, {
-            event: 'plant.updated',
-            payload: stringifyJson({ ...plant, changed }),
-            traceContext,
-          });
+          const payload = stringifyJson({ ...plant, changed });
+          await tx.run(SQL.fanOut, { event: 'plant.updated', payload, traceContext });
         }
-        if (key)
-          await tx.run(SQL.answer, {
-            ...key,
-            status: 200,
-            body: stringifyJson(plant),
-            version: plant.version,
-          });
+        const body = key && stringifyJson(plant);
+        if (key) await tx.run(SQL.answer, { ...key, status: 200, body, version: plant.version });
         return { plant, changed };
       });
     },
