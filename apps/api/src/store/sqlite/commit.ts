@@ -58,14 +58,15 @@ export function sqliteCommit(db: Connection, path: string) {
 
   async function commit(batch: Write[]): Promise<void> {
     const now = Date.now();
-    // Most stores have no enabled endpoint, and then a fan-out inserts nothing: whether one is, is read
-    // once a commit (whose write lock keeps other processes out) and again after every endpoints.*
-    // statement (every write to webhook_endpoints is one: store-statements.test.ts).
+    // Most stores have no enabled endpoint (a fan-out then inserts nothing): read once a commit, whose
+    // write lock keeps others out, and after any endpoints.* statement (store-statements.test.ts).
     let enabled: boolean | undefined;
     const exec = <R>(statement: Statement, params?: Params): Result<R> => {
       if (statement.name.startsWith('endpoints.')) enabled = undefined;
-      if (statement === PLANTS.fanOut && !(enabled ??= anyEndpoint.get() !== undefined))
-        return { rows: [], changes: 0 };
+      if (statement === PLANTS.fanOut) {
+        enabled ??= anyEndpoint.get() !== undefined;
+        if (!enabled) return { rows: [], changes: 0 };
+      }
       return execute<R>(statement, params, now);
     };
     const tx: SqliteTx = {
