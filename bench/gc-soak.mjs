@@ -20,7 +20,7 @@ const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application
 const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-gc-soak-'));
 const api = spawn(
   process.execPath,
-  ['--expose-gc', '--import', FORCE_GC, '--max-old-space-size=256', MAIN],
+  ['--expose-gc', '--import', FORCE_GC, '--max-old-space-size=256', '--max-semi-space-size=16', MAIN],
   {
     env: {
       PATH: process.env.PATH ?? '',

@@ -74,6 +74,7 @@ const server = spawn(
     '--single-threaded',
     '--predictable-gc-schedule',
     '--max-old-space-size=256',
+    '--max-semi-space-size=16',
     // With a dump kept: V8 names its machine code in /tmp/perf-<pid>.map, kept beside the dump,
     // for bench/annotate.mjs to name the JavaScript that callgrind sees only as addresses.
     ...(process.env.BENCH_INSTRUCTIONS_DUMP ? ['--perf-basic-prof'] : []),

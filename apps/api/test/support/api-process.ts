@@ -8,7 +8,7 @@ import { perFile } from './per-file.ts';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 /** Node's flags as `pnpm start` passes them (apps/api/package.json), so tests run what users run. */
-export const START_NODE_ARGS = ['--max-old-space-size=256'];
+export const START_NODE_ARGS = ['--max-old-space-size=256', '--max-semi-space-size=16'];
 
 export type ApiProcess = {
   url: string;
