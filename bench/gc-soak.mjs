@@ -10,31 +10,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { API_MAIN, API_NODE_FLAGS } from './lib/system.mjs';
 
 const seconds = Number(process.argv[2] ?? 60);
-const MAIN = new URL('../apps/api/dist/main.js', import.meta.url).pathname;
 const FORCE_GC = new URL('./lib/force-gc.mjs', import.meta.url).href;
 const TOKEN = 'plant-store-gc-soak-token';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
 const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-gc-soak-'));
-const api = spawn(
-  process.execPath,
-  ['--expose-gc', '--import', FORCE_GC, '--max-old-space-size=256', '--max-semi-space-size=16', MAIN],
-  {
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATABASE_URL: `file:${join(dataDir, 'plants.db')}`,
-      API_TOKENS: TOKEN,
-      // One token sends everything: the per-token rate limit (6,000 a minute) would answer 429.
-      RATE_LIMIT_MAX: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+const api = spawn(process.execPath, ['--expose-gc', '--import', FORCE_GC, ...API_NODE_FLAGS, API_MAIN], {
+  env: {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: `file:${join(dataDir, 'plants.db')}`,
+    API_TOKENS: TOKEN,
+    // One token sends everything: the per-token rate limit (6,000 a minute) would answer 429.
+    RATE_LIMIT_MAX: '0',
   },
-);
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
 let stderr = '';
 api.stderr.setEncoding('utf8').on('data', (chunk) => {
   stderr += chunk;
@@ -97,6 +93,8 @@ function listening() {
     createInterface({ input: api.stdout }).on('line', (line) => {
       if (line.includes('"msg":"listening"')) resolve(JSON.parse(line).url);
     });
-    exited.then(({ code, signal }) => reject(new Error(`the api exited (${code ?? signal}) before listening`)));
+    exited.then(({ code, signal }) =>
+      reject(new Error(`the api exited (${code ?? signal}) before listening`)),
+    );
   });
 }

@@ -36,7 +36,7 @@ import {
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { API_MAIN } from './lib/system.mjs';
+import { API_MAIN, API_NODE_FLAGS } from './lib/system.mjs';
 import { buildRequest, createsPerRequest, restBody } from './lib/workload.mjs';
 
 const [scenario = 'rest', requestsArg = '3000', warmupArg = '8000'] = process.argv.slice(2);
@@ -73,8 +73,8 @@ const server = spawn(
     // busy the machine is.
     '--single-threaded',
     '--predictable-gc-schedule',
-    '--max-old-space-size=256',
-    '--max-semi-space-size=16',
+    // The heap sizing `pnpm start` runs the api with.
+    ...API_NODE_FLAGS,
     // With a dump kept: V8 names its machine code in /tmp/perf-<pid>.map, kept beside the dump,
     // for bench/annotate.mjs to name the JavaScript that callgrind sees only as addresses.
     ...(process.env.BENCH_INSTRUCTIONS_DUMP ? ['--perf-basic-prof'] : []),
