@@ -7,10 +7,10 @@ import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
-  // The version is the id its event gets: one past AUTOINCREMENT's greatest, under the only writer's lock.
-  insert: `INSERT INTO plants (id, name, tag, version)
-    VALUES (@id, @name, @tag, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'plant_events'))
-    ON CONFLICT (id) DO NOTHING RETURNING version`,
+  // A version is its event's id, read under the writer's lock: an INSERT's RETURNING costs a temporary B-tree.
+  version: "SELECT coalesce(max(seq), 0) + 1 AS version FROM sqlite_sequence WHERE name = 'plant_events'",
+  insert: `INSERT INTO plants (id, name, tag, version) VALUES (@id, @name, @tag, @version)
+    ON CONFLICT (id) DO NOTHING`,
   created: `INSERT INTO plant_events (id, type, plant_id, name, tag, created_at)
     VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
@@ -47,15 +47,15 @@ export function sqlitePlants(
       // A keyed create is made only while its request holds the key (the write lock keeps it so).
       const created = await engine.transaction((tx) => {
         if (answer && tx.exec(shared.SQL.hold, answer).rows.length === 0) return shared.CLAIM_LOST;
-        const [inserted] = tx.exec<{ version: bigint }>(SQL.insert, plant).rows;
-        if (inserted === undefined) return false;
-        tx.exec(SQL.created, { ...plant, version: inserted.version });
+        const { version } = tx.exec<{ version: bigint }>(SQL.version).rows[0]!;
+        if (tx.exec(SQL.insert, { ...plant, version }).changes === 0) return false;
+        tx.exec(SQL.created, { ...plant, version });
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(shared.SQL.answer, { ...answer, version: inserted.version });
-        return inserted.version;
+        if (answer) tx.exec(shared.SQL.answer, { ...answer, version });
+        return version;
       }, true);
       if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
       return created;
