@@ -102,7 +102,7 @@ export async function runWithKey(
     return { replay: outcome.answer };
   }
   try {
-    return { output: await operation.run({ ...ctx, keyClaim: claim }, input) };
+    return { output: await operation.run(Object.assign({}, ctx, { keyClaim: claim }), input) };
   } catch (error) {
     if (error instanceof KeyClaimLostError) throw inFlight();
     // Nothing was changed (or, after a 503, the store decides: a committed answer is kept).
@@ -114,7 +114,7 @@ export async function runWithKey(
 /** The answer a keyed operation stores with its change; `undefined` without a key. */
 export function keyedAnswer(ctx: OperationContext, status: number, body?: unknown): KeyedAnswer | undefined {
   if (ctx.keyClaim === undefined) return undefined;
-  return { ...ctx.keyClaim, status, body: body === undefined ? null : stringifyJson(body) };
+  return Object.assign({ status, body: body === undefined ? null : stringifyJson(body) }, ctx.keyClaim);
 }
 
 /** A stored answer as a tRPC result: its body, parsed. */

@@ -50,5 +50,5 @@ export const plantEvents = defineOperation({
 
 /** An event as both streams send it. */
 export function toPlantEvent(event: StoredEvent): PlantEvent {
-  return { ...event, createdAt: event.createdAt.toISOString() } as PlantEvent;
+  return Object.assign({}, event, { createdAt: event.createdAt.toISOString() }) as PlantEvent;
 }

@@ -252,7 +252,7 @@ export function startDeliveryWorker({
       } else if (outcome.ok) {
         await markDelivered({ id: delivery.id, status: outcome.status });
         metrics?.webhookAttempts.inc({ outcome: 'delivered' });
-        log.info({ ...about, status: outcome.status, ms }, 'webhook delivered');
+        log.info(Object.assign({}, about, { status: outcome.status, ms }), 'webhook delivered');
       } else if (delivery.attempts >= config.maxAttempts) {
         await outbox.markFailed(delivery.id, outcome.error, outcome.status);
         metrics?.webhookAttempts.inc({ outcome: 'failed' });
@@ -262,7 +262,10 @@ export function startDeliveryWorker({
         const delayMs = retryDelay(delivery.attempts, backoff);
         await outbox.retry(delivery.id, { delayMs, error: outcome.error, responseCode: outcome.status });
         metrics?.webhookAttempts.inc({ outcome: 'retry' });
-        log.warn({ ...about, error: outcome.error, retryInMs: delayMs }, 'webhook attempt failed');
+        log.warn(
+          Object.assign({}, about, { error: outcome.error, retryInMs: delayMs }),
+          'webhook attempt failed',
+        );
       }
     } catch (error) {
       // Not recorded: the lease runs out and the delivery is attempted again (at least once).

@@ -48,13 +48,15 @@ export function sqlitePlants(
       const created = await engine.transaction((tx) => {
         if (answer && tx.exec(shared.SQL.hold, answer).rows.length === 0) return shared.CLAIM_LOST;
         const { version } = tx.exec<{ version: bigint }>(SQL.version).rows[0]!;
-        if (tx.exec(SQL.insert, { ...plant, version }).changes === 0) return false;
-        tx.exec(SQL.created, { ...plant, version });
+        // Not `{ ...plant, version }`: Node 20 makes such a copy slowly, in the old generation.
+        const row = { id: plant.id, name: plant.name, tag: plant.tag, version };
+        if (tx.exec(SQL.insert, row).changes === 0) return false;
+        tx.exec(SQL.created, row);
         for (const delivery of outbox)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(shared.SQL.answer, { ...answer, version });
+        if (answer) tx.exec(shared.SQL.answer, Object.assign({ version }, answer));
         return version;
       }, true);
       if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
@@ -71,9 +73,10 @@ export function sqlitePlants(
         if (from === undefined) return { plants: [], more: false };
         const filter = shared.filterOf(options) ?? 'all';
         const page = pages.get(PAGES[filter])!;
-        const args = bind(PAGES[filter].sqlite, { ...options, from, limit: limit + 1 });
+        const params = Object.assign({}, options, { from, limit });
+        const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
         const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
-        if (size && sizes.get(size)!.get(...bind(size.sqlite, { ...options, from, limit }))! <= maxBytes) {
+        if (size && sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
           const rows = page.all(...args);
           return { plants: rows.slice(0, limit).map(toPlant), more: rows.length > limit };
         }
