@@ -114,7 +114,7 @@ export async function runWithKey(
 /** The answer a keyed operation stores with its change; `undefined` without a key. */
 export function keyedAnswer(ctx: OperationContext, status: number, body?: unknown): KeyedAnswer | undefined {
   if (ctx.keyClaim === undefined) return undefined;
-  return Object.assign({ status, body: body === undefined ? null : stringifyJson(body) }, ctx.keyClaim);
+  return Object.assign({}, ctx.keyClaim, { status, body: body === undefined ? null : stringifyJson(body) });
 }
 
 /** A stored answer as a tRPC result: its body, parsed. */

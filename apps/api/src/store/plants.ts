@@ -127,7 +127,7 @@ export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
         if (changed.length > 0) {
           await lockEvents(tx);
           // Not `{ ...next, version }`: Node 20 makes such a copy slowly, in the old generation.
-          const edit = Object.assign({ changed: changed.join(','), version: 0n }, next);
+          const edit = Object.assign({}, next, { changed: changed.join(','), version: 0n });
           edit.version = (await tx.run<{ id: bigint }>(SQL.updated, edit)).rows[0]!.id;
           await tx.run(SQL.set, edit);
           plant = toPlant(edit);
@@ -135,7 +135,8 @@ export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
           await tx.run(SQL.fanOut, { event: 'plant.updated', payload, traceContext });
         }
         const body = key && stringifyJson(plant);
-        if (key) await tx.run(SQL.answer, Object.assign({ status: 200, body, version: plant.version }, key));
+        if (key)
+          await tx.run(SQL.answer, Object.assign({}, key, { status: 200, body, version: plant.version }));
         return { plant, changed };
       });
     },

@@ -77,7 +77,7 @@ const MAX_BATCH = 256;
 function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]) {
   const plants = creates.map((entry) => entry.plant).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const deliveries = creates.flatMap(({ plant, outbox }) =>
-    outbox.map((delivery) => Object.assign({ plantId: plant.id }, delivery)),
+    outbox.map((delivery) => Object.assign({}, delivery, { plantId: plant.id })),
   );
   const fanning = creates.filter((entry) => entry.endpointPayload !== undefined);
   return {

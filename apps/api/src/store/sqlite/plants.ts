@@ -56,7 +56,7 @@ export function sqlitePlants(
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(shared.SQL.answer, Object.assign({ version }, answer));
+        if (answer) tx.exec(shared.SQL.answer, Object.assign({}, answer, { version }));
         return version;
       }, true);
       if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
