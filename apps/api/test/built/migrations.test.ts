@@ -218,6 +218,13 @@ const POSTGRES_DISABLED_ENDPOINTS = [
 const withDisabledEndpoints = (lines: string[]) =>
   lines.map((line) => (line.startsWith('table webhook_endpoints:') ? SQLITE_DISABLED_ENDPOINTS : line));
 
+/** Replaces each schema line that starts with a key of `replacements` by that key's line. */
+const replacing = (replacements: Record<string, string>) => (lines: string[]) =>
+  lines.map((line) => {
+    const key = Object.keys(replacements).find((prefix) => line.startsWith(prefix));
+    return key === undefined ? line : replacements[key]!;
+  });
+
 /**
  * What version 10 (plant versions, updates, endpoint event types) changes: a version per plant and
  * its (tag, id) index, `plant.updated` events with `changed`, endpoints' `events`, and the wider
@@ -233,9 +240,7 @@ const SQLITE_UPDATES: Record<string, string> = {
   'table webhook_endpoints:': `${SQLITE_DISABLED_ENDPOINTS.slice(0, -1)}, events TEXT NOT NULL DEFAULT 'plant.created')`,
 };
 const withUpdates = (lines: string[]) => [
-  ...lines.map(
-    (line) => SQLITE_UPDATES[Object.keys(SQLITE_UPDATES).find((key) => line.startsWith(key)) ?? ''] ?? line,
-  ),
+  ...replacing(SQLITE_UPDATES)(lines),
   'index plants_tag: CREATE INDEX plants_tag ON plants (tag, id)',
 ];
 const POSTGRES_UPDATES = [
@@ -250,12 +255,7 @@ const POSTGRES_WIDER_CHECKS: Record<string, string> = {
   'constraint webhook_deliveries.webhook_deliveries_event_check:':
     "constraint webhook_deliveries.webhook_deliveries_event_check: CHECK ((event = ANY (ARRAY['plant.created'::text, 'plant.updated'::text, 'plant.deleted'::text, 'webhook.ping'::text])))",
 };
-const withWiderChecks = (lines: string[]) =>
-  lines.map(
-    (line) =>
-      POSTGRES_WIDER_CHECKS[Object.keys(POSTGRES_WIDER_CHECKS).find((key) => line.startsWith(key)) ?? ''] ??
-      line,
-  );
+const withWiderChecks = replacing(POSTGRES_WIDER_CHECKS);
 
 /** What version 11 (the deliveries' trace context) adds: a column (SQLite shows it in the table's text). */
 const withTraceContext = (lines: string[]) =>
@@ -291,11 +291,7 @@ const SQLITE_OR_CHECKS: Record<string, string> = {
   'table webhook_deliveries:':
     "table webhook_deliveries: CREATE TABLE webhook_deliveries ( id TEXT PRIMARY KEY, url TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')), attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL , endpoint_id TEXT, last_response_code INTEGER, trace_context TEXT, event TEXT NOT NULL DEFAULT 'plant.created' CHECK (event = 'plant.created' OR event = 'plant.updated' OR event = 'plant.deleted' OR event = 'webhook.ping'))",
 };
-const withOrChecks = (lines: string[]) =>
-  lines.map(
-    (line) =>
-      SQLITE_OR_CHECKS[Object.keys(SQLITE_OR_CHECKS).find((key) => line.startsWith(key)) ?? ''] ?? line,
-  );
+const withOrChecks = replacing(SQLITE_OR_CHECKS);
 
 const sqliteLeg: Leg = {
   name: 'SQLite',
