@@ -8,7 +8,7 @@
 // their allocations differ by a little, and moved a PATCH's count by 5-7% (callgrind_annotate on
 // BENCH_INSTRUCTIONS_DUMP showed the collector's marking in one and not the other).
 //
-//   node bench/instructions.mjs <rest|trpc|trpc-batch|get|patch|webhook> [requests] [warm-up requests]
+//   node bench/instructions.mjs <rest|trpc|trpc-batch|get|list|patch|webhook> [requests] [warm-up requests]
 //
 // `webhook`: `rest` with one subscriber (bench/receiver.mjs); the count runs until the receiver has
 // every measured create's delivery and its outcome is written, so it is a create plus its delivery.
@@ -152,7 +152,7 @@ function send({ method, path, body }, to = port) {
 }
 
 /** Scenarios on the plants created first, rather than on new ones. */
-const ON_EXISTING = scenario === 'get' || scenario === 'patch';
+const ON_EXISTING = scenario === 'get' || scenario === 'patch' || scenario === 'list';
 
 /** The next request of the scenario, with fresh ids (or one of the plants created first). */
 function next() {
