@@ -1,4 +1,5 @@
 import { Resolver } from 'node:dns';
+import { resolve } from 'node:path';
 import type { EventHubLimits } from './events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
@@ -222,6 +223,13 @@ export type StoreConfig =
       /** Bound on each store call: waiting for a connection, connecting and the statement (`DATABASE_TIMEOUT_MS`). */
       timeoutMs: number;
     };
+
+/** Where the store is, for logs, without credentials. */
+export function describeStore(config: StoreConfig): string {
+  if (config.kind === 'sqlite') return resolve(config.path);
+  // Credentials can sit in the user part and in the query (`?password=`): keep neither.
+  return config.url.replace(/^(postgres(?:ql)?:\/\/)[^@/?#]*@/, '$1').replace(/[?#].*$/, '');
+}
 
 /**
  * Delivery of webhooks (webhooks/worker.ts): to the operator's subscribers (`WEBHOOK_URLS`) and to

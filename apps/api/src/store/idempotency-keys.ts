@@ -1,5 +1,5 @@
 import { type Db, statements } from './sql.ts';
-import type { ClaimOutcome, KeyClaim, Prune } from './store.ts';
+import type { ClaimOutcome, KeyClaim, Prune, StoredAnswer } from './store.ts';
 
 type KeyRow = {
   fingerprint: string;
@@ -41,11 +41,8 @@ export function idempotencyKeys(db: Db) {
         if (row === undefined) continue;
         const { fingerprint, status, body, version } = row;
         if (status === null) return { state: 'in_flight', fingerprint };
-        const answer = {
-          status: Number(status),
-          body,
-          ...(version !== null && { version: BigInt(version) }),
-        };
+        const answer: StoredAnswer = { status: Number(status), body };
+        if (version !== null) answer.version = BigInt(version);
         return { state: 'completed', fingerprint, answer };
       }
     },

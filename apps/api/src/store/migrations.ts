@@ -2,6 +2,9 @@ import type { Dialect } from './sql.ts';
 
 /** SQL for both dialects, or a function of the dialect where the two really differ. */
 type Sql = string | ((dialect: Dialect) => string);
+function sqliteOnly(sql: string): Sql {
+  return (dialect) => (dialect === 'sqlite' ? sql : '');
+}
 
 export type Migration = { version: number; name: string; up: Sql; down: Sql };
 
@@ -15,6 +18,11 @@ const legacyOwner = {
             AND substr(owner, 11) NOT GLOB '*[^0-9]*'))`,
   postgres: `(owner = 'generated' OR owner ~ '^api-token-[1-9][0-9]{0,10}$')`,
 } as const;
+
+const EVENTS = ["'plant.created'", "'plant.updated'", "'plant.deleted'"];
+const DELIVERY_EVENTS = [...EVENTS, "'webhook.ping'"];
+const typeChecks = (or: boolean) =>
+  `${widenCheck('sqlite', 'plant_events', 'type', EVENTS, or)} ${widenCheck('sqlite', 'webhook_deliveries', 'event', DELIVERY_EVENTS, or)}`;
 
 /**
  * Both stores' schema versions, applied in order and reverted by `migrate --to N`. Never edit a released
@@ -242,26 +250,17 @@ export const migrations: readonly Migration[] = [
     name: 'cover tag pages with their index',
     // SQLite reads a tag's page from the index alone, not from rows spread over the table. PostgreSQL
     // keeps (tag, id): given a wider index, its planner reads a common tag through the primary key.
-    up: (dialect) =>
-      dialect === 'sqlite'
-        ? 'DROP INDEX plants_tag; CREATE INDEX plants_tag ON plants (tag, id, name, version)'
-        : '',
-    down: (dialect) =>
-      dialect === 'sqlite' ? 'DROP INDEX plants_tag; CREATE INDEX plants_tag ON plants (tag, id)' : '',
+    up: sqliteOnly('DROP INDEX plants_tag; CREATE INDEX plants_tag ON plants (tag, id, name, version)'),
+    down: sqliteOnly('DROP INDEX plants_tag; CREATE INDEX plants_tag ON plants (tag, id)'),
   },
   {
     version: 14,
     name: 'event type checks without a temporary table',
     // The same checks, as ORs on SQLite: as IN, they cost every event and delivery written 1-2 µs.
-    up: (dialect) => (dialect === 'sqlite' ? typeChecks(true) : ''),
-    down: (dialect) => (dialect === 'sqlite' ? typeChecks(false) : ''),
+    up: sqliteOnly(typeChecks(true)),
+    down: sqliteOnly(typeChecks(false)),
   },
 ];
-
-const EVENTS = ["'plant.created'", "'plant.updated'", "'plant.deleted'"];
-const DELIVERY_EVENTS = [...EVENTS, "'webhook.ping'"];
-const typeChecks = (or: boolean) =>
-  `${widenCheck('sqlite', 'plant_events', 'type', EVENTS, or)} ${widenCheck('sqlite', 'webhook_deliveries', 'event', DELIVERY_EVENTS, or)}`;
 
 /**
  * Replaces the CHECK of `table.column` (TEXT NOT NULL DEFAULT 'plant.created') by `column IN (values)`, or

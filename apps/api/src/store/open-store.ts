@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import type { StoreConfig } from '../config.ts';
 import type { MigrateOptions, MigrationResult } from './migrate.ts';
 import { migrateSqliteFile } from './sqlite/migrate.ts';
@@ -18,11 +17,4 @@ export async function migrateStore(config: StoreConfig, options?: MigrateOptions
   if (config.kind === 'postgres')
     return (await import('./postgres.ts')).migratePostgres({ ...config, ...options });
   return migrateSqliteFile(config.path, options);
-}
-
-/** Where the store is, for logs, without credentials. */
-export function describeStore(config: StoreConfig): string {
-  if (config.kind === 'sqlite') return resolve(config.path);
-  // Credentials can sit in the user part and in the query (`?password=`): keep neither.
-  return config.url.replace(/^(postgres(?:ql)?:\/\/)[^@/?#]*@/, '$1').replace(/[?#].*$/, '');
 }

@@ -9,12 +9,8 @@ export const APPLICATION_NAME = 'plant-store-api';
 export const DURABLE_SESSION = '-c synchronous_commit=on';
 
 /** int8 as an exact bigint, on this store's connections only (pg's global parsers stay untouched). */
-const types: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 && format !== 'binary'
-      ? (text: string) => BigInt(text)
-      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
-};
+const types = new pg.TypeOverrides();
+types.setTypeParser(pg.types.builtins.INT8, 'text', BigInt);
 
 const TX = statements('postgres.transaction', {
   begin: 'BEGIN',

@@ -32,9 +32,7 @@ export function sqliteCommit(db: Connection, path: string) {
   closeSync(dir);
 
   const execute = executor(db);
-  const [begin, commitTransaction, rollback] = ['BEGIN IMMEDIATE', 'COMMIT', 'ROLLBACK'].map((sql) =>
-    db.prepare(sql),
-  );
+  const [begin, commitTx, rollback] = ['BEGIN IMMEDIATE', 'COMMIT', 'ROLLBACK'].map((sql) => db.prepare(sql));
   const anyEndpoint = db.prepare('SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL LIMIT 1').pluck();
   const writes = groupCommit(commit, { system: 'sqlite' });
   let closing: Promise<void> | undefined;
@@ -83,7 +81,7 @@ export function sqliteCommit(db: Connection, path: string) {
         // The plant writes run at once, with no turn of the microtask queue each.
         results.push(result instanceof Promise ? await result : result);
       }
-      commitTransaction!.run();
+      commitTx!.run();
     } catch (cause) {
       try {
         if (db.inTransaction) rollback!.run();
@@ -150,7 +148,5 @@ export function sqliteCommit(db: Connection, path: string) {
   };
 }
 
-function isLockError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
-}
+const isLockError = (error: unknown) =>
+  /^SQLITE_(BUSY|LOCKED)/.test(String((error as { code?: unknown })?.code));

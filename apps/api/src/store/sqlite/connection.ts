@@ -18,9 +18,7 @@ export function openDatabase(path: string, synchronous: 'NORMAL' | 'FULL'): Conn
     }
   }
   const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous}`);
-  db.pragma('busy_timeout = 5000');
+  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA busy_timeout = 5000`);
   return db;
 }
 
