@@ -74,4 +74,21 @@ describe('sendDelivery', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  it('refuses a URL with credentials every time (its parse is kept), never sending them', async () => {
+    for (let i = 0; i < 2; i++) {
+      await expect(
+        sendDelivery(delivery('http://user:secret-pass@127.0.0.1:1/hook?token=q'), {
+          sign: webhookSigner(secret),
+          timeoutMs: 1_000,
+          abort: new AttemptCut(),
+        }),
+      ).resolves.toEqual({
+        ok: false,
+        abandoned: false,
+        error:
+          'request failed (Request cannot be constructed from a URL that includes credentials: http://127.0.0.1:1)',
+      });
+    }
+  });
 });
