@@ -15,7 +15,7 @@ import { ETagHeaders, expectedOf, IfMatchHeaders, staleVersion } from '../condit
 import { RequestError } from '../errors.ts';
 import { checkShare } from '../heavy-reads.ts';
 import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
-import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
+import { defineOperation, nextPageHeaders, nextPageLinkHeader, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
 
 /** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
@@ -103,12 +103,7 @@ export const listPlants = defineOperation({
       'keeps the filters. With `tag` and `name_prefix`, only the plants that match them.',
     tags: ['plants'],
     successDescription: 'A page of plants',
-    responseHeaders: z.object({
-      Link: z
-        .string()
-        .optional()
-        .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
-    }),
+    responseHeaders: nextPageLinkHeader(),
     errorResponses: {
       400: 'A bad limit, after, tag or name_prefix parameter',
       ...PROTECTED_ERRORS,

@@ -18,7 +18,13 @@ import {
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { RequestError } from '../errors.ts';
-import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from '../operation.ts';
+import {
+  defineOperation,
+  nextPageHeaders,
+  nextPageLinkHeader,
+  type OperationContext,
+  storeCall,
+} from '../operation.ts';
 import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
 import { newWebhookId } from '../webhooks/event.ts';
@@ -354,12 +360,7 @@ export const listWebhookDeliveries = defineOperation({
       'for WEBHOOK_RETENTION_MS, failed ones for WEBHOOK_FAILED_RETENTION_MS.',
     tags: TAGS,
     successDescription: 'A page of deliveries',
-    responseHeaders: z.object({
-      Link: z
-        .string()
-        .optional()
-        .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
-    }),
+    responseHeaders: nextPageLinkHeader(),
     errorResponses: {
       ...NOT_FOUND,
       ...ENDPOINT_ERRORS,
