@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseJson } from '@plant-store/schema';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { deferAfterEach } from '../support/cleanups.ts';
 import { type DiskFault, diskFaultEnv } from '../support/fault-injection.ts';
 import { errorBody, JSON_HEADERS, postPlant, send } from '../support/http.ts';
 
@@ -14,11 +15,7 @@ const UNAVAILABLE = errorBody(503, 'The store is unavailable; retry the request 
 type Outcome = { id: bigint; status: number; body: string; sentAfterFailure: boolean };
 type LogLine = { level: number; msg: string; [key: string]: unknown };
 
-let cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
+const defer = deferAfterEach();
 
 function exitOf(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return Promise.resolve(child.exitCode);
@@ -45,13 +42,13 @@ async function servedIds(url: string): Promise<bigint[]> {
  */
 async function strike(fault: DiskFault) {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-fault-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  defer(() => rmSync(dir, { recursive: true, force: true }));
   const marker = join(dir, 'strike');
   // No rate limit: the 8 clients go on creating through the 2 s drain, where 503s come back at
   // thousands a second, and 429s past the token's limit would hide what this test checks.
   const api = await startApiProcess({ env: { ...diskFaultEnv(dir, fault, marker), RATE_LIMIT_MAX: '0' } });
-  cleanups.push(() => api.cleanup());
-  cleanups.push(() => api.child.kill('SIGKILL'));
+  defer(() => api.cleanup());
+  defer(() => api.child.kill('SIGKILL'));
   const exited = exitOf(api.child);
   let gone = false;
   void exited.then(() => {

@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
+import { deferAfterEach } from '../support/cleanups.ts';
 import { type FakeDns, startFakeDns, systemResolverEnv } from '../support/fake-dns.ts';
 import { reportAttempt } from '../support/hostile-report.ts';
 import { send } from '../support/http.ts';
@@ -24,14 +25,7 @@ const ALICE = 'alice-token-0123456789abc';
 const SECRETS_KEY = randomBytes(32).toString('base64');
 const as = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
 
-let cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
-const defer = (cleanup: () => unknown) => {
-  cleanups.push(cleanup);
-};
+const defer = deferAfterEach();
 
 async function startApi(env: Record<string, string>): Promise<ApiProcess> {
   const api = await startApiProcess({ token: `${MALLORY},${ALICE}`, env });

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Database } from '../../src/store/sqlite/driver.ts';
+import { describe, expect, it } from 'vitest';
 import { configuredTokenName, newTokenSecret, tokenDigest } from '../../src/auth.ts';
+import { Database } from '../../src/store/sqlite/driver.ts';
 import { secretBox } from '../../src/webhooks/secrets.ts';
 import { type ApiProcess, runApiCommand, startApiProcess } from '../support/api-process.ts';
+import { deferAfterEach } from '../support/cleanups.ts';
 import { errorBody, postPlant, send, TOKEN, TOKEN_NAME } from '../support/http.ts';
 import { openSse } from '../support/sse.ts';
 import { type TestStoreInstance, testStores, withPostgresClient } from '../support/stores.ts';
@@ -28,14 +29,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 type Endpoint = { id: string; secret: string };
 type Outcome = { code: number; stdout: string; stderr: string };
 
-let cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
-const defer = (cleanup: () => unknown) => {
-  cleanups.push(cleanup);
-};
+const defer = deferAfterEach();
 
 const bearer = (secret: string) => ({
   authorization: `Bearer ${secret}`,

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { deferAfterEach } from '../support/cleanups.ts';
 import { type FakeDns, startFakeDns } from '../support/fake-dns.ts';
 import { send } from '../support/http.ts';
 import { type RunningApi, startInProcess } from '../support/in-process.ts';
@@ -15,15 +16,11 @@ const TOKENS = ['first-token-0123456789', 'second-token-0123456789', 'third-toke
 const [FIRST, SECOND, THIRD] = TOKENS;
 const as = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
 
-let cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
+const defer = deferAfterEach();
 
 async function withDns(): Promise<FakeDns> {
   const dns = await startFakeDns();
-  cleanups.push(() => dns.close());
+  defer(() => dns.close());
   return dns;
 }
 
@@ -37,7 +34,7 @@ async function startApi(dns: FakeDns, env: Record<string, string> = {}): Promise
       ...env,
     },
   });
-  cleanups.push(async () => {
+  defer(async () => {
     await api.stop();
     api.cleanup();
   });
@@ -70,7 +67,7 @@ describe('endpoint host lookups', () => {
     const dns = await withDns();
     let secret = '';
     const hook = await startReceiver(() => secret);
-    cleanups.push(() => hook.close());
+    defer(() => hook.close());
     dns.answer('hooks.test', '127.0.0.1');
     const api = await startApi(dns);
     for (const url of [

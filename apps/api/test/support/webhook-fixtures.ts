@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterEach } from 'vitest';
+import { deferAfterEach } from './cleanups.ts';
 import { TOKEN } from './http.ts';
 import { type RunningApi, startInProcess } from './in-process.ts';
 import type { TestStore, TestStoreInstance } from './stores.ts';
@@ -29,14 +29,7 @@ export async function listFailed(env: Record<string, string>) {
  * (an afterEach this registers). `apiEnv` is added to every api's environment.
  */
 export function webhookFixtures(apiEnv: Record<string, string> = {}) {
-  let cleanups: (() => unknown)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-    cleanups = [];
-  });
-  const defer = (cleanup: () => unknown) => {
-    cleanups.push(cleanup);
-  };
+  const defer = deferAfterEach();
   return {
     defer,
     async setup(testStore: TestStore): Promise<TestStoreInstance> {
