@@ -1,22 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
-import {
-  Agent as HttpAgent,
-  type ClientRequest,
-  type RequestOptions,
-  request as httpRequest,
-} from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { Socket } from 'node:net';
-import { urlToHttpOptions } from 'node:url';
+import type { Dispatcher } from 'undici';
 import type { Delivery } from '../store/store.ts';
-import {
-  guardedLookup,
-  hostOf,
-  isAllowedAddress,
-  RefusedAddressError,
-  type Resolve,
-  type UrlPolicy,
-} from './ssrf.ts';
+import { RefusedAddressError } from './ssrf.ts';
 
 /** What one attempt came to. `abandoned`: cut short by shutdown, so it says nothing about the receiver. */
 export type AttemptOutcome =
@@ -41,50 +26,33 @@ export function webhookSigner(secret: string): Signer {
 }
 
 /**
- * Connections kept open between attempts (node:http rather than fetch: a delivery costs a fraction
- * of the CPU, which the api shares with the creates that enqueue them). The worker's `concurrency`
- * bounds the connections per subscriber.
- */
-const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
-/** Third parties' endpoints get connections of their own: never one opened for an operator's URL. */
-const guardedAgents = {
-  'http:': new HttpAgent({ keepAlive: true }),
-  'https:': new HttpsAgent({ keepAlive: true }),
-};
-
-/**
  * How much of an answer's body is read (and discarded) before its connection is cut: the status
  * decides, and a receiver that streams without end must not hold a connection until the timeout.
  */
 export const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
- * One attempt: POSTs the delivery's payload, signed as Standard Webhooks describes (`webhook-id`,
- * `webhook-timestamp` of this attempt, `webhook-signature` from `sign`). A 2xx answer is delivered;
- * anything else (another status, a redirect, which is not followed, a refused connection, no answer
- * within `timeoutMs`) is a failed attempt. The answer's body is read and discarded (within
- * `timeoutMs` too, and up to `MAX_ANSWER_BYTES`) so that the connection can serve the next one.
- *
- * `guard`: the URL is a third party's (a registered endpoint), so the connection may go only to a
- * public address unless `guard.allowPrivate` (see ssrf.ts). Omitted: an operator's `WEBHOOK_URLS`,
- * trusted as configured. `resolveHost` stands in for DNS in tests.
+ * One attempt: POSTs the delivery's payload over `connections` (connections.ts), signed as
+ * Standard Webhooks describes (`webhook-id`, `webhook-timestamp` of this attempt,
+ * `webhook-signature` from `sign`). A 2xx answer is delivered; anything else (another status, a
+ * redirect, which is not followed, a refused connection, no answer within `timeoutMs`) is a failed
+ * attempt. The answer's body is read and discarded (within `timeoutMs` too, and up to
+ * `MAX_ANSWER_BYTES`) so that the connection can serve the next one.
  */
 export function sendDelivery(
   delivery: Delivery,
   {
+    connections,
     sign,
     timeoutMs,
     abort,
-    guard,
-    resolveHost,
     headers = {},
   }: {
+    connections: Dispatcher;
     sign: Signer;
     timeoutMs: number;
     /** Cuts the attempt short (shutdown): an `AttemptCut`, lighter than an AbortSignal, or a signal. */
     abort: AttemptCut | AbortSignal;
-    guard?: UrlPolicy;
-    resolveHost?: Resolve;
     /** Headers besides the Standard Webhooks ones (`webhook-event` for registered endpoints). */
     headers?: Record<string, string>;
   },
@@ -100,45 +68,20 @@ export function sendDelivery(
       outcome = result;
       resolve(result);
     };
-    let request: ClientRequest;
-    try {
-      const pool = guard ? guardedAgents : agents;
-      const requestHeaders: Record<string, string | number> = {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(delivery.payload),
-        'user-agent': 'plant-store-webhooks/1.0',
-        'webhook-id': delivery.id,
-        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-        'webhook-signature': sign(delivery.id, timestamp, delivery.payload),
-      };
-      for (const name in headers) requestHeaders[name] = headers[name]!;
-      const { protocol, hostname, port, path } = target.options;
-      const agent = target.https ? pool['https:'] : pool['http:'];
-      const options: RequestOptions = {
-        protocol,
-        hostname,
-        port,
-        path,
-        method: 'POST',
-        agent,
-        headers: requestHeaders,
-      };
-      // A host name is resolved by the guarded lookup, which refuses non-public addresses.
-      if (guard) options.lookup = guardedLookup(guard, resolveHost);
-      request = (target.https ? httpsRequest : httpRequest)(options);
-    } catch (error) {
-      settle(failed(describeError(error)));
-      return;
-    }
-    // Until the answer is read to its end: a receiver that dawdles loses its connection.
-    const timer = setTimeout(() => {
-      settle(failed(`no answer within ${timeoutMs} ms`));
-      request.destroy();
-    }, timeoutMs);
-    const onAbort = () => {
-      settle({ ok: false, abandoned: true, error: 'abandoned at shutdown' });
-      request.destroy();
+    // The exchange runs until its answer is read to the end or it fails; cut short, its connection
+    // is closed (at once, or as soon as the request has one).
+    let controller: { abort(reason: Error): void } | undefined;
+    let cutShort: Error | undefined;
+    let ended = false;
+    const cut = (result: AttemptOutcome) => {
+      settle(result);
+      if (ended || cutShort) return;
+      cutShort = new Error(result.ok ? 'cut' : result.error);
+      controller?.abort(cutShort);
     };
+    // Until the answer is read to its end: a receiver that dawdles loses its connection.
+    const timer = setTimeout(() => cut(failed(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => cut({ ok: false, abandoned: true, error: 'abandoned at shutdown' });
     let unlisten: () => void;
     if (abort instanceof AttemptCut) {
       abort.onAbort = onAbort;
@@ -149,38 +92,54 @@ export function sendDelivery(
       abort.addEventListener('abort', onAbort, { once: true });
       unlisten = () => abort.removeEventListener('abort', onAbort);
     }
-    if (abort.aborted) onAbort();
-    request.on('close', () => {
+    const end = () => {
+      ended = true;
       clearTimeout(timer);
       unlisten();
-    });
-    request.on('error', (error) => settle(failed(describeError(error))));
-    request.on('response', (response) => {
-      const status = response.statusCode ?? 0;
-      response.on('error', () => {});
-      let read = 0;
-      response.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > MAX_ANSWER_BYTES) request.destroy();
-      });
-      settle(status >= 200 && status < 300 ? { ok: true, status } : { ...failed(`HTTP ${status}`), status });
-    });
-    if (!guard) {
-      request.end(delivery.payload);
-      return;
+    };
+    if (abort.aborted) onAbort();
+    const requestHeaders: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'plant-store-webhooks/1.0',
+      'webhook-id': delivery.id,
+      'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+      'webhook-signature': sign(delivery.id, timestamp, delivery.payload),
+    };
+    for (const name in headers) requestHeaders[name] = headers[name]!;
+    let read = 0;
+    try {
+      connections.dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: requestHeaders,
+          body: delivery.payload,
+        },
+        {
+          onRequestStart(started) {
+            controller = started;
+            if (cutShort) started.abort(cutShort);
+          },
+          onResponseStart(_, status) {
+            if (status >= 200 && status < 300) settle({ ok: true, status });
+            else if (status >= 300) settle({ ...failed(`HTTP ${status}`), status });
+          },
+          onResponseData(reading, chunk) {
+            read += chunk.length;
+            if (read > MAX_ANSWER_BYTES) reading.abort(new Error('answer too long'));
+          },
+          onResponseEnd: end,
+          onResponseError(_, error) {
+            end();
+            settle(failed(describeError(error)));
+          },
+        },
+      );
+    } catch (error) {
+      end();
+      settle(failed(describeError(error)));
     }
-    // Nothing (headers included) is written until the address actually connected to passes the
-    // guard: this catches what never went through the lookup (an IP literal) or got past it.
-    request.once('socket', (socket) =>
-      whenConnected(socket, () => {
-        if (isAllowedAddress(guard, socket.remoteAddress ?? '')) {
-          request.end(delivery.payload);
-          return;
-        }
-        settle(failed(new RefusedAddressError(target.host).message));
-        request.destroy();
-      }),
-    );
   });
 }
 
@@ -202,19 +161,10 @@ export class AttemptCut {
   }
 }
 
-/**
- * A subscriber URL as a request's options: parsed once, as `http.request(url)` would each time. Only
- * the members a request uses, in an ordinary object: `urlToHttpOptions` gives one without prototype,
- * in dictionary mode, which Node 20 copied in 1.8 us a spread (a literal of its members: 0.03 us).
- */
+/** A subscriber URL as a request needs it: parsed once, not each attempt. */
 type Target =
-  | { refused: string; options?: undefined; https?: undefined; host?: undefined }
-  | {
-      refused?: undefined;
-      options: Pick<RequestOptions, 'protocol' | 'hostname' | 'port' | 'path'>;
-      https: boolean;
-      host: string;
-    };
+  | { refused: string; origin?: undefined; path?: undefined }
+  | { refused?: undefined; origin: string; path: string };
 
 /** Parsed subscriber URLs by text; bounded, as registered endpoints come and go. */
 const targets = new Map<string, Target>();
@@ -230,22 +180,11 @@ function targetOf(url: string): Target {
         ? {
             refused: `request failed (Request cannot be constructed from a URL that includes credentials: ${parsed})`,
           }
-        : { options: requestTarget(parsed), https: parsed.protocol === 'https:', host: hostOf(parsed) };
+        : { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
     if (targets.size >= MAX_TARGETS) targets.clear();
     targets.set(url, target);
   }
   return target;
-}
-
-function requestTarget(url: URL) {
-  const { protocol, hostname, port, path } = urlToHttpOptions(url);
-  return { protocol, hostname, port, path };
-}
-
-/** Runs `then` once `socket` is connected: at once for a kept-alive one. */
-function whenConnected(socket: Socket, then: () => void): void {
-  if (socket.connecting) socket.once('connect', then);
-  else then();
 }
 
 function failed(error: string): AttemptOutcome {
@@ -253,11 +192,21 @@ function failed(error: string): AttemptOutcome {
   return { ok: false, abandoned: false, error: redactUrls(error) };
 }
 
+/**
+ * undici's codes for what the system names otherwise: a connection the receiver closed before it
+ * answered, and one not opened within the timeout.
+ */
+const SYSTEM_CODES: Record<string, string> = {
+  UND_ERR_SOCKET: 'ECONNRESET',
+  UND_ERR_CONNECT_TIMEOUT: 'ETIMEDOUT',
+};
+
 /** A failed connection names its reason by code: ECONNREFUSED, ENOTFOUND, ECONNRESET, … */
 function describeError(error: unknown): string {
   if (error instanceof RefusedAddressError) return error.message;
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return `connection failed (${code})`;
+  const given = (error as { code?: unknown } | undefined)?.code;
+  const code = typeof given === 'string' ? (SYSTEM_CODES[given] ?? given) : undefined;
+  if (code !== undefined && /^E[A-Z]+$/.test(code)) return `connection failed (${code})`;
   return error instanceof Error ? `request failed (${error.message})` : 'request failed';
 }
 

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { Standing } from '../auth.ts';
 import { describeCauses } from '../causes.ts';
 import { startPruning } from '../pruning.ts';
@@ -10,8 +11,8 @@ import { startAttemptSpan } from '../tracing/delivery.ts';
 import { retryDelay } from './backoff.ts';
 import { type Breaker, createBreaker } from './breaker.ts';
 import { type EndpointSettings, endpointSigner } from './endpoints.ts';
+import type { openConnections } from './connections.ts';
 import { AttemptCut, redactUrl, type Signer, sendDelivery, urlDigest, webhookSigner } from './send.ts';
-import type { Resolve, UrlPolicy } from './ssrf.ts';
 
 export type DeliveryWorker = {
   /**
@@ -57,6 +58,11 @@ const CLAIMS_AT_ONCE = 4;
 const HELD_PER_SUBSCRIBER = 512;
 /** Most deliveries all subscribers hold together, beyond each one's `concurrency` (which it always gets). */
 const HELD_IN_ALL = 4_096;
+/**
+ * How long a subscriber with nothing pending is kept (its connections open, as long as its receiver
+ * keeps them): a delivery every few seconds goes over the connection the last one opened.
+ */
+const FORGET_AFTER_MS = 30_000;
 
 /** A claimed delivery waiting for a slot, and the latest time (`performance.now()`) its attempt may start. */
 type Queued = { delivery: Delivery; startBy: number };
@@ -77,10 +83,13 @@ type Subscriber = {
   sign: Signer;
   /** A registered endpoint's sealed secrets that `sign` was made from. */
   secrets?: string;
-  /** A registered endpoint's address rules at connect time; none for operator URLs. */
-  guard?: UrlPolicy;
-  /** A registered endpoint's lookups: c-ares, within its owner's and the instance's caps. */
-  resolveHost?: Resolve;
+  /**
+   * Its kept-alive connections (connections.ts): a registered endpoint's resolve its host within
+   * its owner's lookup caps and go to public addresses only; closed when it is forgotten.
+   */
+  connections: Dispatcher;
+  /** When (`performance.now()`) an attempt last started: it is forgotten only after `FORGET_AFTER_MS` idle. */
+  lastUsed: number;
   /** Claimed deliveries not yet attempted, oldest due first. */
   queue: Queued[];
   /** Claimed deliveries whose outcome is not yet recorded (the queue's included). */
@@ -132,6 +141,8 @@ export function startDeliveryWorker({
     promise.finally(() => busy.delete(promise)).catch(() => {});
   };
   const subscribers = new Map<string, Subscriber>();
+  /** Loaded when there is first something to deliver (see connections.ts). */
+  let connections: typeof import('./connections.ts') | undefined;
   let heldInAll = 0;
   const backoff = { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs };
   const markDelivered = batched((items: { id: string; status: number }[]) =>
@@ -151,12 +162,15 @@ export function startDeliveryWorker({
 
   function subscriber(
     key: string,
-    make: () => Pick<Subscriber, 'target' | 'shown' | 'sign' | 'secrets' | 'guard' | 'resolveHost'>,
+    make: (
+      open: typeof openConnections,
+    ) => Pick<Subscriber, 'target' | 'shown' | 'sign' | 'secrets' | 'connections'>,
   ): Subscriber {
     let known = subscribers.get(key);
     if (!known) {
       known = {
-        ...make(),
+        ...make(connections!.openConnections),
+        lastUsed: performance.now(),
         queue: [],
         held: 0,
         inFlight: 0,
@@ -215,16 +229,16 @@ export function startDeliveryWorker({
     const settle = to.breaker.start();
     to.inFlight += 1;
     const started = performance.now();
+    to.lastUsed = started;
     const cut = new AttemptCut();
     attemptsInFlight.add(cut);
     if (abandon.signal.aborted) cut.abort();
     const span = tracer && startAttemptSpan(tracer, delivery);
     const outcome = await sendDelivery(delivery, {
+      connections: to.connections,
       sign: to.sign,
       timeoutMs: config.timeoutMs,
       abort: cut,
-      ...(to.guard && { guard: to.guard }),
-      ...(to.resolveHost && { resolveHost: to.resolveHost }),
       headers: { ...span?.headers, 'webhook-event': delivery.endpoint?.event ?? 'plant.created' },
     });
     span?.end(outcome);
@@ -337,13 +351,16 @@ export function startDeliveryWorker({
     const secrets = `${endpoint.secret} ${endpoint.previousSecret} ${endpoint.previousSecretExpiresAt?.getTime()}`;
     const signer = () => endpointSigner(endpoint, box!);
     const { policy: guard, resolver } = endpoints!.settings;
-    const to = subscriber(id, () => ({
+    const to = subscriber(id, (open) => ({
       target: { endpointId: id },
       shown: { url: redactUrl(endpoint.url), endpointId: id },
       sign: signer(),
       secrets,
-      guard,
-      resolveHost: resolver.forDelivery(endpoint.owner),
+      connections: open({
+        guard,
+        resolveHost: resolver.forDelivery(endpoint.owner),
+        timeoutMs: config.timeoutMs,
+      }),
     }));
     if (to.secrets !== secrets) {
       to.sign = signer();
@@ -365,15 +382,17 @@ export function startDeliveryWorker({
       log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
       return;
     }
+    if (keys.length > 0) connections ??= await import('./connections.ts');
     // Operator URLs contain "://", endpoint ids never do: one map holds both.
     const claimFor = async (key: string) => {
       let to: Subscriber | undefined;
       try {
         to = key.includes('://')
-          ? subscriber(key, () => ({
+          ? subscriber(key, (open) => ({
               target: { url: key },
               shown: { url: redactUrl(key), urlDigest: urlDigest(key) },
               sign: operatorSign!,
+              connections: open({ timeoutMs: config.timeoutMs }),
             }))
           : await endpointSubscriber(key);
       } catch (error) {
@@ -413,9 +432,16 @@ export function startDeliveryWorker({
       }
     }
     // Forget idle subscribers with nothing pending; an open breaker is kept until it closes.
+    const idleSince = performance.now() - FORGET_AFTER_MS;
     for (const [key, known] of subscribers) {
-      if (!pending.has(key) && known.held === 0 && known.breaker.state() === 'closed') {
+      if (
+        !pending.has(key) &&
+        known.held === 0 &&
+        known.breaker.state() === 'closed' &&
+        known.lastUsed < idleSince
+      ) {
         subscribers.delete(key);
+        known.connections.close().catch(() => {});
       }
     }
   }
@@ -460,6 +486,8 @@ export function startDeliveryWorker({
       abandon.abort();
       // Outcomes, abandoned attempts and releases are written before the store closes.
       while (busy.size > 0) await Promise.allSettled(busy);
+      // No attempt is left to use them (nor a connection still being opened for one cut short).
+      await Promise.allSettled([...subscribers.values()].map((known) => known.connections.destroy()));
     },
   };
 }

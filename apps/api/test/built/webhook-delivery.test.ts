@@ -161,6 +161,29 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
     expect(await store.deliveries()).toMatchObject([{ status: 'delivered', attempts: 1 }]);
   });
 
+  it("sends a subscriber's next deliveries over the connection its first one opened, across idle polls", async () => {
+    const store = await setup(testStore);
+    const secret = newWebhookSecret();
+    const subscriber = await receiver(secret);
+    const api = await startApi({
+      ...store.env,
+      ...FAST,
+      WEBHOOK_URLS: `${subscriber.url}/hook`,
+      WEBHOOK_SECRET: secret,
+    });
+    for (const [index, id] of [11, 12, 13].entries()) {
+      expect((await postPlant(api.url, `{"id":${id},"name":"Fern"}`)).status).toBe(200);
+      await subscriber.waitFor((received) => received.length === index + 1);
+      // Ten polls (WEBHOOK_POLL_INTERVAL_MS=50) find nothing pending in between.
+      await sleep(500);
+    }
+    expect(subscriber.received.map(({ body, connection }) => [body, connection])).toStrictEqual([
+      ['{"id":11,"name":"Fern"}', 1],
+      ['{"id":12,"name":"Fern"}', 1],
+      ['{"id":13,"name":"Fern"}', 1],
+    ]);
+  });
+
   it('delivers after an api restart what it could not deliver while the receiver was down', async () => {
     const store = await setup(testStore);
     const secret = newWebhookSecret();

@@ -2,6 +2,8 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Dispatcher } from 'undici';
+import { openConnections } from '../../src/webhooks/connections.ts';
 import { MAX_ANSWER_BYTES, sendDelivery, webhookSigner } from '../../src/webhooks/send.ts';
 import { checkEndpointUrl, type Resolve, type UrlPolicy } from '../../src/webhooks/ssrf.ts';
 import { startApiProcess } from '../support/api-process.ts';
@@ -20,17 +22,29 @@ afterEach(async () => {
   cleanups = [];
 });
 
+/** The connections of one guard and resolver, as a subscriber of the worker keeps them: kept alive. */
+const opened = new Map<unknown, Dispatcher>();
+
 /** One attempt, as the worker makes it, to a third party's `url` (`guard`) or an operator's (none). */
 function send(url: string, options: { guard?: UrlPolicy; resolveHost?: Resolve; timeoutMs?: number } = {}) {
+  const { guard, resolveHost, timeoutMs = 60_000 } = options;
+  const key = resolveHost ?? guard ?? opened;
+  let connections = opened.get(key);
+  if (!connections) {
+    connections = openConnections({
+      ...(guard && { guard }),
+      ...(resolveHost && { resolveHost }),
+      timeoutMs,
+    });
+    opened.set(key, connections);
+    cleanups.push(async () => {
+      opened.delete(key);
+      await connections!.destroy();
+    });
+  }
   return sendDelivery(
     { id: `msg_${'0'.repeat(32)}`, url, payload: PAYLOAD, attempts: 1, createdAt: new Date() },
-    {
-      sign: webhookSigner(secret),
-      timeoutMs: options.timeoutMs ?? 60_000,
-      abort: new AbortController().signal,
-      ...(options.guard && { guard: options.guard }),
-      ...(options.resolveHost && { resolveHost: options.resolveHost }),
-    },
+    { connections, sign: webhookSigner(secret), timeoutMs, abort: new AbortController().signal },
   );
 }
 
@@ -124,7 +138,7 @@ describe('delivery to a registered endpoint (sendDelivery with a guard)', () => 
     expect(receiver.counted).toStrictEqual({ connections: 0, bytes: 0 });
   });
 
-  it('checks the address actually connected to: an IP literal, which skips the lookup, gets not a byte', async () => {
+  it('checks an IP literal, which no lookup sees, before connecting: the receiver is not even connected to', async () => {
     const receiver = await startTcpCounter();
     expect(
       await send(`http://127.0.0.1:${receiver.port}/hook`, { guard: STRICT, timeoutMs: 5_000 }),
@@ -133,9 +147,15 @@ describe('delivery to a registered endpoint (sendDelivery with a guard)', () => 
       abandoned: false,
       error: 'refused: 127.0.0.1 resolved to a non-public address',
     });
+    expect(
+      await send(`http://[::ffff:7f00:1]:${receiver.port}/hook`, { guard: STRICT, timeoutMs: 5_000 }),
+    ).toStrictEqual({
+      ok: false,
+      abandoned: false,
+      error: 'refused: ::ffff:7f00:1 resolved to a non-public address',
+    });
     await sleep(200);
-    // It connected (only then is the address known) and closed without writing.
-    expect(receiver.counted).toStrictEqual({ connections: 1, bytes: 0 });
+    expect(receiver.counted).toStrictEqual({ connections: 0, bytes: 0 });
   });
 
   it('with allowPrivate, delivers to the same loopback receiver, by name or literal, over kept-alive connections', async () => {
@@ -164,7 +184,7 @@ describe('delivery to a registered endpoint (sendDelivery with a guard)', () => 
     ]);
   });
 
-  it('reuses a kept-alive connection for the next attempts (the payload waits for the check on a reused one too)', async () => {
+  it('reuses a kept-alive connection for the next attempts', async () => {
     const receiver = await startHttpReceiver((_, res) => res.end('ok'));
     for (let i = 0; i < 3; i++) {
       expect(await send(`${receiver.url}/hook`, { guard: PRIVATE_ALLOWED })).toStrictEqual({

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openConnections } from '../../src/webhooks/connections.ts';
 import { AttemptCut, sendDelivery, webhookSigner } from '../../src/webhooks/send.ts';
 
 // One attempt against a receiver on loopback (the worker's tests run it through the built api).
@@ -14,6 +15,8 @@ describe('sendDelivery', () => {
     attempts: 1,
     createdAt: new Date(),
   });
+  const connections = openConnections({ timeoutMs: 5_000 });
+  afterAll(() => connections.destroy());
 
   it('is cut short by an AttemptCut, as by an AbortSignal: abandoned, not failed', async () => {
     const server = createServer(() => {});
@@ -22,6 +25,7 @@ describe('sendDelivery', () => {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
       const cut = new AttemptCut();
       const outcome = sendDelivery(delivery(url), {
+        connections,
         sign: webhookSigner(secret),
         timeoutMs: 60_000,
         abort: cut,
@@ -30,6 +34,7 @@ describe('sendDelivery', () => {
       await expect(outcome).resolves.toEqual({ ok: false, abandoned: true, error: 'abandoned at shutdown' });
       const signal = new AbortController();
       const second = sendDelivery(delivery(url), {
+        connections,
         sign: webhookSigner(secret),
         timeoutMs: 60_000,
         abort: signal.signal,
@@ -57,6 +62,7 @@ describe('sendDelivery', () => {
         `http://localhost:${port}`,
       ]) {
         const outcome = sendDelivery(delivery(url), {
+          connections,
           sign: webhookSigner(secret),
           timeoutMs: 5_000,
           abort: new AttemptCut(),
@@ -79,6 +85,7 @@ describe('sendDelivery', () => {
     for (let i = 0; i < 2; i++) {
       await expect(
         sendDelivery(delivery('http://user:secret-pass@127.0.0.1:1/hook?token=q'), {
+          connections,
           sign: webhookSigner(secret),
           timeoutMs: 1_000,
           abort: new AttemptCut(),

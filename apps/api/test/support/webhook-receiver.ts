@@ -19,6 +19,8 @@ export type Received = {
   verified: boolean;
   /** `performance.now()` when it arrived. */
   at: number;
+  /** Which of the receiver's connections it came on: 1 for the first one opened, and so on. */
+  connection: number;
 };
 
 /** What to answer: a status, or `'hang'` to never answer (until the receiver closes). */
@@ -49,6 +51,8 @@ export async function startReceiver(
   options: { port?: number; answer?: (request: Received, index: number) => Answer | Promise<Answer> } = {},
 ): Promise<Receiver> {
   const received: Received[] = [];
+  const connections = new WeakMap<object, number>();
+  let opened = 0;
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
     let verified = true;
@@ -70,12 +74,17 @@ export async function startReceiver(
       body,
       verified,
       at: performance.now(),
+      connection: connections.get(req.socket) ?? 0,
     };
     received.push(request);
     const answer = verified ? ((await options.answer?.(request, received.length - 1)) ?? 200) : 400;
     if (answer === 'hang') return;
     res.statusCode = answer;
     res.end();
+  });
+  server.on('connection', (socket) => {
+    opened += 1;
+    connections.set(socket, opened);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
