@@ -1,3 +1,4 @@
+/// <reference path="./undici-parts.d.ts" />
 import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 // undici's Agent and connector alone, not its index (fetch, WebSocket, caches, …): the server
