@@ -8,13 +8,27 @@ import { postPlant } from '../support/http.ts';
 import { logLines, waitForLogs } from '../support/logs.ts';
 import { postgresAvailable, postgresTestStore, testStores } from '../support/stores.ts';
 import { FAST, listFailed, webhookFixtures } from '../support/webhook-fixtures.ts';
-import { freePort, newWebhookSecret, type Received } from '../support/webhook-receiver.ts';
+import { type Answer, freePort, newWebhookSecret, type Received } from '../support/webhook-receiver.ts';
 
 const { defer, setup, startApi, receiver } = webhookFixtures();
 
 const ids = (received: Received[]) => received.map((request) => request.id);
 
 describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
+  /** An api (FAST) whose one WEBHOOK_URLS subscriber is a new receiver's `/hook`, answering `answer`. */
+  async function withSubscriber(answer?: (request: Received, index: number) => Answer) {
+    const store = await setup(testStore);
+    const secret = newWebhookSecret();
+    const subscriber = await receiver(secret, answer ? { answer } : {});
+    const api = await startApi({
+      ...store.env,
+      ...FAST,
+      WEBHOOK_URLS: `${subscriber.url}/hook`,
+      WEBHOOK_SECRET: secret,
+    });
+    return { store, subscriber, api };
+  }
+
   it('POSTs the NewPlant to every subscriber, exact int64 id, signed as Standard Webhooks describe', async () => {
     const store = await setup(testStore);
     const secret = newWebhookSecret();
@@ -67,15 +81,7 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
   });
 
   it('retries a failing receiver with the same webhook-id until it answers 2xx', async () => {
-    const store = await setup(testStore);
-    const secret = newWebhookSecret();
-    const subscriber = await receiver(secret, { answer: (_, index) => (index < 2 ? 500 : 204) });
-    const api = await startApi({
-      ...store.env,
-      ...FAST,
-      WEBHOOK_URLS: `${subscriber.url}/hook`,
-      WEBHOOK_SECRET: secret,
-    });
+    const { store, subscriber, api } = await withSubscriber((_, index) => (index < 2 ? 500 : 204));
     expect((await postPlant(api.url, '{"id":1,"name":"Fern"}')).status).toBe(200);
     const [delivered] = await waitForLogs(api, 'webhook delivered');
     await sleep(300);
@@ -144,15 +150,7 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
   });
 
   it('enqueues nothing for a duplicate create (409)', async () => {
-    const store = await setup(testStore);
-    const secret = newWebhookSecret();
-    const subscriber = await receiver(secret);
-    const api = await startApi({
-      ...store.env,
-      ...FAST,
-      WEBHOOK_URLS: `${subscriber.url}/hook`,
-      WEBHOOK_SECRET: secret,
-    });
+    const { store, subscriber, api } = await withSubscriber();
     expect((await postPlant(api.url, '{"id":5,"name":"Fern"}')).status).toBe(200);
     expect((await postPlant(api.url, '{"id":5,"name":"Cactus"}')).status).toBe(409);
     await waitForLogs(api, 'webhook delivered');
@@ -162,15 +160,7 @@ describe.each(testStores())('the new-plant webhook on $name', (testStore) => {
   });
 
   it("sends a subscriber's next deliveries over the connection its first one opened, across idle polls", async () => {
-    const store = await setup(testStore);
-    const secret = newWebhookSecret();
-    const subscriber = await receiver(secret);
-    const api = await startApi({
-      ...store.env,
-      ...FAST,
-      WEBHOOK_URLS: `${subscriber.url}/hook`,
-      WEBHOOK_SECRET: secret,
-    });
+    const { subscriber, api } = await withSubscriber();
     for (const [index, id] of [11, 12, 13].entries()) {
       expect((await postPlant(api.url, `{"id":${id},"name":"Fern"}`)).status).toBe(200);
       await subscriber.waitFor((received) => received.length === index + 1);
