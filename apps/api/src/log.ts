@@ -75,26 +75,52 @@ function isRegularFile(fd: number): boolean {
 }
 
 /**
- * Writes what `stream` gathered (it holds lines until `TURN_BYTES`) once the event loop's turn that
- * logged them is over: one write for all the requests a turn answered, and no line waits longer.
+ * Gathers the lines of one event-loop turn and hands them to `stream` as one string once the turn
+ * is over (or once they reach `TURN_BYTES`): one write for all the requests a turn answered, and no
+ * line waits longer. Handed one line at a time, sonic-boom appends each to the string it holds and
+ * measures that string's UTF-8 length again: a copy of everything held so far, per line (about 4%
+ * of a GET by id's instructions). A flush first hands over what the turn gathered.
  */
 function writePerTurn(stream: Destination): Destination {
+  let lines: string[] = [];
+  let length = 0;
   let scheduled = false;
   let closed = false;
   stream.once('close', () => {
     closed = true;
   });
-  const flush = () => {
+  const write = stream.write.bind(stream);
+  const handOver = () => {
+    if (lines.length === 0) return;
+    const chunk = lines.join('');
+    lines = [];
+    length = 0;
+    // Once the stream has closed, a line has nowhere to go.
+    if (!closed) write(chunk);
+  };
+  const endOfTurn = () => {
     scheduled = false;
+    handOver();
     if (!closed) stream.flush();
   };
-  const write = stream.write.bind(stream);
   stream.write = (line: string) => {
     if (!scheduled) {
       scheduled = true;
-      setImmediate(flush);
+      setImmediate(endOfTurn);
     }
-    return write(line);
+    lines.push(line);
+    length += line.length;
+    if (length >= TURN_BYTES) handOver();
+    return true;
+  };
+  const { flush, flushSync } = stream;
+  stream.flush = (callback) => {
+    handOver();
+    flush.call(stream, callback);
+  };
+  stream.flushSync = () => {
+    handOver();
+    flushSync.call(stream);
   };
   return stream;
 }

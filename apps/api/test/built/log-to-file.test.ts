@@ -54,6 +54,22 @@ describe('the built api logging to a file', () => {
       ids.map(() => ['/plants/{id}', 404]),
     );
 
+    // A busy server: a turn's lines are written together (src/log.ts), each one whole.
+    const busy = Array.from({ length: 300 }, (_, i) => `log-file-busy-${i}`);
+    const answers = await Promise.all(
+      busy.map((id) =>
+        fetch(`${url}/plants/7`, { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': id } }),
+      ),
+    );
+    expect(answers.map((res) => res.status)).toStrictEqual(busy.map(() => 404));
+    const busyLines = () =>
+      new Set(
+        lines(file).flatMap((line) =>
+          line.msg === 'request' && busy.includes(line.reqId!) ? [line.reqId] : [],
+        ),
+      );
+    await expect.poll(() => busyLines().size, { timeout: 2_000 }).toBe(busy.length);
+
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(requestLines().map((line) => line.reqId)).toStrictEqual(ids);
