@@ -5,12 +5,14 @@ import type { Registry } from 'prom-client';
  * `Registry` like its own metrics and exposed in the same text. prom-client's `inc`/`observe`
  * check and hash their labels object at every call (three a request: 6–10% of a GET by id's
  * instructions, see "Replacements of library internals" in docs/architecture.md); here a
- * caller looks up its series once by label values (`series(...)`, a Map lookup) and records into it
+ * caller looks up its series by label values (`series(...)`, one Map lookup per label) and records into it
  * with a few additions. metric-series.test.ts fails, saying so, if prom-client stops reading them
  * as its own.
  */
 abstract class SeriesMetric<Data> {
-  private readonly byKey = new Map<string, { labels: Record<string, string | number>; data: Data }>();
+  /** The series by their label values, one Map per label: a lookup builds and hashes no string. */
+  private readonly byValues = new Map<string | number, unknown>();
+  private readonly all: { labels: Record<string, string | number>; data: Data }[] = [];
 
   constructor(
     readonly name: string,
@@ -26,31 +28,39 @@ abstract class SeriesMetric<Data> {
   readonly aggregator = 'sum';
   protected abstract create(): Data;
 
-  /**
-   * The series of these label values, in `labelNames` order, created at first use. They are keyed
-   * joined by newlines, which none of ours can hold (HTTP methods, route templates, statuses, token
-   * names, store operations and outcomes).
-   */
+  /** The series of these label values, in `labelNames` order, created at first use. */
   series(...values: (string | number)[]): Data {
-    const key = values.join('\n');
-    let found = this.byKey.get(key);
-    if (found === undefined) {
-      if (values.length !== this.labelNames.length) {
-        throw new Error(`${this.name} takes the labels ${this.labelNames.join(', ')}`);
+    if (values.length !== this.labelNames.length) {
+      throw new Error(`${this.name} takes the labels ${this.labelNames.join(', ')}`);
+    }
+    let level = this.byValues;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = level.get(values[i]!) as Map<string | number, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        level.set(values[i]!, next);
       }
+      level = next;
+    }
+    let found = level.get(values[last]!) as { data: Data } | undefined;
+    if (found === undefined) {
       const labels = Object.fromEntries(this.labelNames.map((label, i) => [label, values[i]!]));
-      found = { labels, data: this.create() };
-      this.byKey.set(key, found);
+      const entry = { labels, data: this.create() };
+      this.all.push(entry);
+      level.set(values[last]!, entry);
+      found = entry;
     }
     return found.data;
   }
 
   protected entries() {
-    return [...this.byKey.values()];
+    return this.all;
   }
 
   reset(): void {
-    this.byKey.clear();
+    this.byValues.clear();
+    this.all.length = 0;
   }
 }
 
