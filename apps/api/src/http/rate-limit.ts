@@ -22,7 +22,9 @@ export function createRateLimiter(
   redis?: Redis,
   name = 'rate',
 ): RateLimiterAbstract {
-  const memory = new RateLimiterMemory({ points, duration: windowSeconds });
+  // Each limiter keeps its own counters in memory: no prefix, so a key is looked up as it is given
+  // (rateLimitMiddleware hands the same string for a token every time, its hash computed once).
+  const memory = new RateLimiterMemory({ points, duration: windowSeconds, keyPrefix: '' });
   if (redis === undefined) return memory;
   return new RateLimiterRedis({
     storeClient: redis,
@@ -57,9 +59,19 @@ function cost(path: string): number {
  */
 export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLimit): Middleware {
   const policy = `"default";q=${limit.points};w=${limit.windowSeconds}`;
+  // One key string per token name: tokens are few, and only an operator can add one.
+  const tokenKeys = new Map<string, string>();
+  const tokenKey = (name: string) => {
+    let key = tokenKeys.get(name);
+    if (key === undefined) {
+      key = `token:${name}`;
+      tokenKeys.set(name, key);
+    }
+    return key;
+  };
   return async (ctx, next) => {
     const auth = ctx.state.auth as AuthResult;
-    const key = auth.ok ? `token:${auth.principal.tokenName}` : `ip:${ctx.ip}`;
+    const key = auth.ok ? tokenKey(auth.principal.tokenName) : `ip:${ctx.ip}`;
     let state: RateLimiterRes;
     let limited = false;
     try {
