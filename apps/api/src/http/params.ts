@@ -31,20 +31,24 @@ function decoderFor(field: z.ZodType): Decoder {
 }
 
 /**
- * Decodes the known parameters of one request; unknown ones are ignored, whatever their name
+ * Decodes the known parameters of one request, from its sources in order (a later one's value wins,
+ * as the path's over the query's); unknown ones are ignored, whatever their name
  * (`valueOf`, `__proto__`: looked up in a Map, they never reach an object's prototype). A repeated
  * parameter is passed on as a list: one declared as a list gets every item (`?types=a&types=b` as
  * `?types=a,b`), any other is rejected.
  */
 export function decodeParams(
   decoders: ParamDecoders,
-  raw: Record<string, string | string[] | undefined>,
+  ...sources: (Record<string, string | string[] | undefined> | undefined)[]
 ): Record<string, unknown> {
   const decoded: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) {
-    const decode = decoders.get(key);
-    if (decode === undefined || value === undefined) continue;
-    decoded[key] = Array.isArray(value) ? value.flatMap(decode) : decode(value);
+  for (const raw of sources) {
+    if (raw === undefined) continue;
+    for (const [key, value] of Object.entries(raw)) {
+      const decode = decoders.get(key);
+      if (decode === undefined || value === undefined) continue;
+      decoded[key] = Array.isArray(value) ? value.flatMap(decode) : decode(value);
+    }
   }
   return decoded;
 }

@@ -72,25 +72,23 @@ export function restAdapter(
   createContext: CreateContext,
   options: { heartbeatMs: number },
 ): Middleware {
+  const paths = routesByPath(routes);
   return async (ctx, next) => {
-    let route: RestRoute | undefined;
+    // The first path that matches: fixed paths come first (`restRoutes`).
+    const requestPath = ctx.path;
+    let path: (typeof paths)[number] | undefined;
     let match: RegExpExecArray | null = null;
-    const allowed: string[] = [];
-    let path: string | undefined;
-    // The routes of the first path that matches: fixed paths come first (`restRoutes`).
-    for (const candidate of routes) {
-      if (path !== undefined && candidate.path !== path) continue;
-      const found = candidate.pattern.exec(ctx.path);
-      if (found === null) continue;
-      path = ctx.state.route = candidate.path;
-      allowed.push(candidate.method);
-      if (candidate.method === ctx.method) {
-        route = candidate;
-        match = found;
+    for (const candidate of paths) {
+      match = candidate.pattern.exec(requestPath);
+      if (match !== null) {
+        path = candidate;
+        break;
       }
     }
-    if (allowed.length === 0) return next();
-    if (route === undefined) throw methodNotAllowed(ctx.method, allowed);
+    if (path === undefined) return next();
+    ctx.state.route = path.path;
+    const route = path.byMethod.get(ctx.method);
+    if (route === undefined) throw methodNotAllowed(ctx.method, [...path.byMethod.keys()]);
     const { operation } = route;
     const request = restScope(ctx);
     const readInput = () =>
@@ -98,7 +96,12 @@ export function restAdapter(
         ? readPatch(ctx, route, operation.body, match?.groups ?? {})
         : route.inputFromBody
           ? readJsonBody(ctx.req)
-          : decodeParams(route.decoders, { ...ctx.query, ...match?.groups, ...resumeFrom(ctx, route) });
+          : decodeParams(
+              route.decoders,
+              ctx.querystring === '' ? undefined : ctx.query,
+              match?.groups,
+              resumeFrom(ctx, route),
+            );
     const result = await runOperation(
       operation,
       createContext(ctx.state.auth, request),
@@ -137,6 +140,20 @@ export function restAdapter(
       ctx.body = stringifyJson(presented.body);
     }
   };
+}
+
+/** The routes grouped by path, in the table's order, each path's by method. */
+function routesByPath(routes: RestRoute[]) {
+  const paths: { path: string; pattern: RegExp; byMethod: Map<string, RestRoute> }[] = [];
+  for (const route of routes) {
+    let path = paths.find((candidate) => candidate.path === route.path);
+    if (path === undefined) {
+      path = { path: route.path, pattern: route.pattern, byMethod: new Map() };
+      paths.push(path);
+    }
+    path.byMethod.set(route.method, route);
+  }
+  return paths;
 }
 
 /** A REST call's request scope: with its `If-Match` header, and the answer's `ETag` for a plant's version. */
