@@ -9,17 +9,17 @@ import { createHeavyReads } from './heavy-reads.ts';
 import { authMiddleware } from './http/auth.ts';
 import { authFailureMiddleware } from './http/auth-failures.ts';
 import { corsMiddleware } from './http/cors.ts';
-import { docsMiddleware } from './http/docs.ts';
+import { docsPaths } from './http/docs.ts';
 import { errorMiddleware } from './http/errors.ts';
-import { healthMiddleware } from './http/health.ts';
-import { metricsMiddleware } from './http/metrics.ts';
+import { healthPaths } from './http/health.ts';
+import { metricsPaths } from './http/metrics.ts';
 import { observeMiddleware } from './http/observe.ts';
-import { ownPaths } from './http/own-paths.ts';
+import { ownPaths, servePaths } from './http/own-paths.ts';
 import { type RateLimit, rateLimitMiddleware } from './http/rate-limit.ts';
 import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
 import { traceMiddleware } from './http/trace.ts';
-import { trpcAdapter } from './http/trpc.ts';
-import { webAppMiddleware } from './http/web-app.ts';
+import { trpcPaths } from './http/trpc.ts';
+import { webAppPaths } from './http/web-app.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './metrics.ts';
 import type { PlantStore } from './store/store.ts';
@@ -104,27 +104,23 @@ export function createApp(options: AppOptions): Koa {
   app.use(errorMiddleware(log));
   if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
   app.use(authMiddleware(verifier));
-  app.use(
-    ownPaths(
-      (path) => path === '/openapi.json',
-      async (ctx, next) => {
-        if (ctx.method !== 'GET') return next();
-        ctx.state.route = ctx.path;
-        ctx.type = 'application/json';
-        ctx.body = await openApiJson();
-      },
-    ),
+  const openApi = ownPaths(
+    (path) => path === '/openapi.json',
+    async (ctx, next) => {
+      if (ctx.method !== 'GET') return next();
+      ctx.state.route = ctx.path;
+      ctx.type = 'application/json';
+      ctx.body = await openApiJson();
+    },
   );
-  app.use(docsMiddleware());
-  app.use(webAppMiddleware(options.webAppDir));
-  app.use(healthMiddleware(store));
+  // The public paths, then (after the limits) /metrics and /trpc, each set in one middleware.
+  app.use(servePaths(openApi, docsPaths(), webAppPaths(options.webAppDir), healthPaths(store)));
   // With Redis, the limiters send their command synchronously: it is a child of the request's span.
   const limiting = (middleware: Koa.Middleware): Koa.Middleware =>
     tracing ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next)) : middleware;
   if (authFailures) app.use(limiting(authFailureMiddleware(authFailures.limiter, authFailures.limit)));
   if (rateLimit) app.use(limiting(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
-  app.use(metricsMiddleware(metrics));
-  app.use(trpcAdapter(createContext, log));
+  app.use(servePaths(metricsPaths(metrics), trpcPaths(createContext, log)));
   app.use(restAdapter(routes, createContext, { heartbeatMs }));
   return app;
 }

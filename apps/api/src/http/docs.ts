@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
-import { ownPaths } from './own-paths.ts';
+import { type OwnPaths, ownPaths } from './own-paths.ts';
 
 /**
  * The page may load only what this server serves: scripts and styles from files (no inline code,
@@ -91,7 +91,7 @@ type Asset = { body: Buffer | string; type: string; etag: string };
  * `<style>` elements (it would need `style-src 'unsafe-inline'`) and calls Scalar's own servers;
  * Swagger UI needs neither, nor `eval`.
  */
-export function docsMiddleware(): Middleware {
+export function docsPaths(): OwnPaths {
   const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const own = new Map([
     ['/docs', asset(PAGE, 'text/html; charset=utf-8')],

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
 import { storeCall } from '../operation.ts';
 import type { PlantStore } from '../store/store.ts';
-import { ownPaths } from './own-paths.ts';
+import { type OwnPaths, ownPaths } from './own-paths.ts';
 
 const OK = JSON.stringify({ status: 'ok' });
 
@@ -16,7 +16,7 @@ export const READINESS_INTERVAL_MS = 1_000;
  * token limits /readyz, so its callers share one store call (see `sharedCall`): any number of them
  * cost at most one query (on PostgreSQL, one pool connection) per `READINESS_INTERVAL_MS`.
  */
-export function healthMiddleware(store: PlantStore): Middleware {
+export function healthPaths(store: PlantStore): OwnPaths {
   const ping = sharedCall(() => store.ping(), READINESS_INTERVAL_MS);
   const serve: Middleware = async (ctx) => {
     ctx.state.route = ctx.path;

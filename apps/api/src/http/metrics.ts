@@ -2,13 +2,13 @@ import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { authorize } from '../operation.ts';
-import { ownPaths } from './own-paths.ts';
+import { type OwnPaths, ownPaths } from './own-paths.ts';
 
 /**
  * `GET /metrics` in Prometheus text format, for a token with the `metrics` scope (scrapers send it
  * as a bearer token): it names every token, so a `read` token gets 403.
  */
-export function metricsMiddleware(metrics: Metrics): Middleware {
+export function metricsPaths(metrics: Metrics): OwnPaths {
   const serve: Middleware = async (ctx) => {
     ctx.state.route = ctx.path;
     if (ctx.method !== 'GET') {

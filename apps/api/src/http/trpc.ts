@@ -11,7 +11,7 @@ import { appRouter } from '../router.ts';
 import { type Context, describeTrpcError, transformer } from '../trpc.ts';
 import { BODY_LIMIT_BYTES, NOT_JSON, readBodyText } from './body.ts';
 import { logFailure } from './errors.ts';
-import { ownPaths } from './own-paths.ts';
+import { type OwnPaths, ownPaths } from './own-paths.ts';
 import { requestScope } from './request-scope.ts';
 import type { CreateContext } from './rest.ts';
 import {
@@ -35,7 +35,7 @@ export const MAX_BATCH_CALLS = 100;
  * docs/architecture.md for what that costs); it still serves everything else (queries, streaming,
  * subscriptions, unknown procedures), so the protocol stays tRPC's.
  */
-export function trpcAdapter(createContext: CreateContext, log: Logger): Middleware {
+export function trpcPaths(createContext: CreateContext, log: Logger): OwnPaths {
   const operations = new Map(listOperations().map(({ path, operation }) => [path, operation]));
   // Every procedure is an operation of the registry, at the same path: a mutation unless it is a GET.
   const mutations = new Map([...operations].filter(([, operation]) => operation.openapi.method !== 'GET'));

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { Middleware } from 'koa';
 import { RequestError, methodNotAllowed } from '../errors.ts';
-import { ownPaths } from './own-paths.ts';
+import { type OwnPaths, ownPaths } from './own-paths.ts';
 
 /**
  * Where the plant console's built files are: `app/` beside the api's bundle (`dist/app`), where
@@ -59,7 +59,7 @@ type File = { body: Buffer; type: string; hash: string; gzip: () => Buffer | und
  * (`index.html`) revalidated on every load. Unauthenticated, like `/docs`: the console asks for a
  * token itself and sends it only to /trpc.
  */
-export function webAppMiddleware(dir: string = WEB_APP_DIR): Middleware {
+export function webAppPaths(dir: string = WEB_APP_DIR): OwnPaths {
   let listed: Promise<Set<string>> | undefined;
   const list = () => {
     if (listed === undefined) {
