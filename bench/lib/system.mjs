@@ -10,7 +10,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const API_MAIN = join(ROOT, 'apps/api/dist/main.js');
+/** The api build the bench runs; BENCH_API_MAIN names another (an earlier commit's worktree) to compare two. */
+export const API_MAIN = process.env.BENCH_API_MAIN
+  ? resolve(process.env.BENCH_API_MAIN)
+  : join(ROOT, 'apps/api/dist/main.js');
 
 /**
  * The node flags `pnpm start` runs the api with (its heap sizing), read from apps/api's start
