@@ -24,16 +24,15 @@ export function createLogger(
   // write to a pipe nobody reads then fails at once and sonic-boom retries it later, where a
   // blocking write would hold one of libuv's threads, which process.exit waits for, forever.
   void process.stdout.fd;
-  const stdout = isRegularFile(1)
-    ? // A file takes a write at once: the lines of one event-loop turn are written together, on
-      // this thread (`writePerTurn`). Handing each write to libuv's threads cost more than the
-      // write itself: about a tenth of a GET by id on these machines.
-      writePerTurn(
-        pino.destination({ dest: 1, sync: true, minLength: TURN_BYTES, maxLength: LOG_BUFFER_BYTES }),
-      )
-    : // minLength 1 writes every line at once, as 0 would, and makes flush() wait until the lines
-      // are written (with 0 it answers at once).
-      pino.destination({ dest: 1, sync: false, minLength: 1, maxLength: LOG_BUFFER_BYTES });
+  // A turn's lines are handed over together (`writePerTurn`), and written at once: to a file on
+  // this thread (handing each write to libuv's threads cost more than the write itself, about a
+  // tenth of a GET by id on these machines); to a pipe by libuv, where minLength 1 makes flush()
+  // wait until the lines are written (with 0 it answers at once).
+  const stdout = writePerTurn(
+    isRegularFile(1)
+      ? pino.destination({ dest: 1, sync: true, maxLength: LOG_BUFFER_BYTES })
+      : pino.destination({ dest: 1, sync: false, minLength: 1, maxLength: LOG_BUFFER_BYTES }),
+  );
   const log = pino(options, stdout);
   const output = { stream: stdout, dropped: 0 };
   outputs.set(log, output);
@@ -46,9 +45,11 @@ export function createLogger(
     log.warn({ dropped: unreported, droppedSinceStart: before }, 'log lines dropped: stdout was not read');
     if (output.dropped === before) unreported = 0;
   };
-  stdout.on('drop', () => {
-    output.dropped += 1;
-    unreported += 1;
+  // What is dropped is a turn's lines, together.
+  stdout.on('drop', (lines: string) => {
+    const count = lines.split('\n').length - 1;
+    output.dropped += count;
+    unreported += count;
     if (reporting === undefined) reporting = setTimeout(report, 1000).unref();
   });
   return log;
@@ -61,7 +62,7 @@ export function createLogger(
  */
 export const LOG_BUFFER_BYTES = 8 * 1024 * 1024;
 
-/** Most bytes of lines a turn gathers before they are written (less than sonic-boom's `maxWrite`). */
+/** Most bytes of lines a turn gathers before they are handed over (less than sonic-boom's `maxWrite`). */
 const TURN_BYTES = 8 * 1024;
 
 type Destination = ReturnType<typeof pino.destination>;
@@ -84,7 +85,6 @@ function isRegularFile(fd: number): boolean {
 function writePerTurn(stream: Destination): Destination {
   let lines: string[] = [];
   let length = 0;
-  let scheduled = false;
   let closed = false;
   stream.once('close', () => {
     closed = true;
@@ -98,16 +98,8 @@ function writePerTurn(stream: Destination): Destination {
     // Once the stream has closed, a line has nowhere to go.
     if (!closed) write(chunk);
   };
-  const endOfTurn = () => {
-    scheduled = false;
-    handOver();
-    if (!closed) stream.flush();
-  };
   stream.write = (line: string) => {
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(endOfTurn);
-    }
+    if (lines.length === 0) setImmediate(handOver);
     lines.push(line);
     length += line.length;
     if (length >= TURN_BYTES) handOver();
