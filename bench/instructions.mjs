@@ -13,7 +13,8 @@
 // `webhook`: `rest` with one subscriber (bench/receiver.mjs); the count runs until the receiver has
 // every measured create's delivery and its outcome is written, so it is a create plus its delivery.
 //
-// Starts the built api (BENCH_API_MAIN, default apps/api/dist/main.js) under callgrind with
+// Starts the built api (BENCH_API_MAIN, default apps/api/dist/main.js; bench/koa-floor.mjs counts the
+// Koa floor's `rest` and `get`) under callgrind with
 // instrumentation off, sends the warm-up requests (and, for `get` and `patch`, first creates the
 // plants they use), switches instrumentation on, sends the measured requests (one at a time,
 // kept-alive), dumps and prints the instructions per request (user space only: the kernel's share
@@ -184,12 +185,14 @@ async function delivered(count) {
   throw new Error('the deliveries did not arrive');
 }
 
+/** Waits until the server answers HTTP at all: the Koa floor (BENCH_API_MAIN=bench/koa-floor.mjs) answers /healthz 404. */
 async function ready() {
   for (let i = 0; i < 600; i++) {
     try {
       await send({ method: 'GET', path: '/healthz' });
       return;
-    } catch {
+    } catch (error) {
+      if (/^\d{3} /.test(error.message)) return;
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
