@@ -47,7 +47,7 @@ const warmup = Number(warmupArg);
 const CONCURRENCY = Number(process.env.BENCH_INSTRUCTIONS_CONNECTIONS ?? 1);
 const BATCH = 10;
 const TOKEN = 'instructions-bench-token';
-const main = resolve(process.env.BENCH_API_MAIN ?? API_MAIN);
+const main = API_MAIN;
 const WEBHOOK = scenario === 'webhook';
 
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'));
