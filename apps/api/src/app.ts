@@ -102,7 +102,9 @@ export function createApp(options: AppOptions): Koa {
   if (tracing) app.use(traceMiddleware(tracing.tracer, log));
   app.use(observeMiddleware(log, metrics));
   app.use(errorMiddleware(log));
-  if (corsOrigins.length > 0) app.use(corsMiddleware(corsOrigins));
+  if (corsOrigins.length > 0) {
+    app.use(corsMiddleware(corsOrigins, [...new Set(routes.map((route) => route.method))]));
+  }
   app.use(authMiddleware(verifier));
   const openApi = ownPaths(
     (path) => path === '/openapi.json',
