@@ -1,7 +1,7 @@
 import type { Tracer } from '@opentelemetry/api';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexible';
 import type { TokenVerifier } from './auth.ts';
 import { loadConfig } from './config.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
@@ -117,11 +117,17 @@ export function createApp(options: AppOptions): Koa {
   );
   // The public paths, then (after the limits) /metrics and /trpc, each set in one middleware.
   app.use(servePaths(openApi, docsPaths(), webAppPaths(options.webAppDir), healthPaths(store)));
-  // With Redis, the limiters send their command synchronously: it is a child of the request's span.
-  const limiting = (middleware: Koa.Middleware): Koa.Middleware =>
-    tracing ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next)) : middleware;
-  if (authFailures) app.use(limiting(authFailureMiddleware(authFailures.limiter, authFailures.limit)));
-  if (rateLimit) app.use(limiting(rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
+  // With Redis, a limiter sends its command synchronously: it is a child of the request's span. In
+  // memory it sends none, and runs as it is.
+  const limiting = (limiter: RateLimiterAbstract, middleware: Koa.Middleware): Koa.Middleware =>
+    tracing && limiter instanceof RateLimiterRedis
+      ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next))
+      : middleware;
+  if (authFailures) {
+    app.use(limiting(authFailures.limiter, authFailureMiddleware(authFailures.limiter, authFailures.limit)));
+  }
+  if (rateLimit)
+    app.use(limiting(rateLimit.limiter, rateLimitMiddleware(rateLimit.limiter, rateLimit.limit)));
   app.use(servePaths(metricsPaths(metrics), trpcPaths(createContext, log)));
   app.use(restAdapter(routes, createContext, { heartbeatMs }));
   return app;

@@ -14,6 +14,9 @@ import { traceLogFields } from '../tracing/log-fields.ts';
 /** Methods named as they are; any other is `_OTHER`, as the HTTP semantic conventions say. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+/** The options of every server span: made once, not per request. */
+const SERVER = { kind: SpanKind.SERVER };
+
 /**
  * Outermost middleware when tracing is on: one SERVER span per request, continuing the client's
  * `traceparent` (W3C Trace Context). Named `{method} {route}` by the route template or tRPC
@@ -31,20 +34,21 @@ export function traceMiddleware(tracer: Tracer, log: Logger): Middleware {
   return (ctx, next) => {
     // W3C Trace Context (the one propagator tracing/sdk.ts sets) continues nothing without a
     // `traceparent`: a request without one skips the propagator and its header getter.
+    const headers = ctx.req.headers;
     const parent =
-      ctx.req.headers.traceparent === undefined
-        ? ROOT_CONTEXT
-        : propagation.extract(ROOT_CONTEXT, ctx.req.headers);
+      headers.traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, headers);
     const method = METHODS.has(ctx.method) ? ctx.method : '_OTHER';
-    const span = tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, { kind: SpanKind.SERVER }, parent);
-    const recording = span.isRecording();
-    if (recording || trace.getSpanContext(parent) !== undefined) {
+    const span = tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, SERVER, parent);
+    if (span.isRecording()) {
       ctx.state.log = log.child(traceLogFields(span.spanContext()));
+      return traced(ctx, next, span, method);
     }
     // An unsampled request costs no more than this (no sampler here reads attributes), not even
-    // an async function's promise.
-    if (!recording) return next();
-    return traced(ctx, next, span, method);
+    // an async function's promise; its log lines still join a caller's trace.
+    if (parent !== ROOT_CONTEXT && trace.getSpanContext(parent) !== undefined) {
+      ctx.state.log = log.child(traceLogFields(span.spanContext()));
+    }
+    return next();
   };
 }
 
