@@ -5,12 +5,18 @@
 // route. No access log, metrics, rate limit, validation library or durable commit: it measures what
 // the framework alone leaves of the bare baseline, so the report can tell the framework's share of
 // the api's gap from the api's own.
+//
+// With KOA_FLOOR_GUARANTEES=1 it keeps the guarantees the api keeps on every request (request id,
+// access log line, metrics, rate limit: bench/lib/floor-guarantees.mjs), each done the direct way.
 import Koa from 'koa';
 import { parseNewPlant } from './lib/baseline-http.mjs';
 import { idOfPath, openStore, plantJson } from './lib/baseline-sqlite.mjs';
 
 const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
+const guarantees = process.env.KOA_FLOOR_GUARANTEES === '1';
+// Loaded only when kept: the plain floor loads nothing more than it did.
+const { observe, rateLimit } = guarantees ? await import('./lib/floor-guarantees.mjs') : {};
 const { insert, get } = openStore(process.env.DATABASE_FILE ?? 'baseline.db');
 
 class Answer extends Error {
@@ -30,11 +36,13 @@ function readText(req) {
 }
 
 const app = new Koa();
-app.use(async (ctx, next) => {
-  ctx.set('X-Request-Id', ctx.get('x-request-id') || '-');
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  await next();
-});
+if (guarantees) app.use(observe());
+else
+  app.use(async (ctx, next) => {
+    ctx.set('X-Request-Id', ctx.get('x-request-id') || '-');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    await next();
+  });
 app.use(async (ctx, next) => {
   try {
     await next();
@@ -52,6 +60,7 @@ app.use((ctx, next) => {
   }
   return next();
 });
+if (guarantees) app.use(rateLimit('bench'));
 app.use(async (ctx) => {
   ctx.type = 'application/json';
   if (ctx.method === 'POST' && ctx.path === '/plants') {

@@ -77,6 +77,7 @@ export function writeChart(report, path) {
 const LABELS = {
   baseline: 'bare node:http + SQLite create',
   'floor-rest': 'the same create through Koa',
+  'floor-rest-kept': 'Koa create, log, metrics, limit',
   rest: 'REST create (SQLite, fsync)',
   trpc: 'tRPC create, 1 per request',
   'trpc-batch': 'tRPC create, 10 per request',
@@ -85,6 +86,7 @@ const LABELS = {
   'rest-traced': 'REST create, every span exported',
   'baseline-get': 'bare node:http + SQLite get',
   'floor-get': 'the same get through Koa',
+  'floor-get-kept': 'Koa get, log, metrics, limit',
   get: 'REST GET /plants/{id}',
   'get-unsampled': 'GET by id, tracing unsampled',
   'get-traced': 'GET by id, every span exported',

@@ -237,7 +237,13 @@ function serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv = {}
   if (kind === 'baseline' || kind === 'baseline-koa') {
     return {
       script: kind === 'baseline' ? BASELINE : KOA_FLOOR,
-      env: { ...base, PORT: String(port), API_TOKENS: token, DATABASE_FILE: join(dir, 'plants.db') },
+      env: {
+        ...base,
+        PORT: String(port),
+        API_TOKENS: token,
+        DATABASE_FILE: join(dir, 'plants.db'),
+        ...extraEnv,
+      },
     };
   }
   throw new Error(`unknown server kind ${kind}`);

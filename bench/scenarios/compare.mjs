@@ -17,7 +17,9 @@ import baselineGet from './baseline-get.mjs';
 import baselineList from './baseline-list.mjs';
 import baselinePg from './baseline-pg.mjs';
 import floorGet from './floor-get.mjs';
+import floorGetKept from './floor-get-kept.mjs';
 import floorRest from './floor-rest.mjs';
+import floorRestKept from './floor-rest-kept.mjs';
 import get from './get.mjs';
 import get304 from './get-304.mjs';
 import getTraced from './get-traced.mjs';
@@ -40,6 +42,7 @@ export const SCENARIOS = Object.fromEntries(
   [
     baseline,
     floorRest,
+    floorRestKept,
     rest,
     restUnsampled,
     restTraced,
@@ -48,6 +51,7 @@ export const SCENARIOS = Object.fromEntries(
     webhook,
     baselineGet,
     floorGet,
+    floorGetKept,
     get,
     getUnsampled,
     getTraced,
