@@ -1,39 +1,31 @@
 // What the OpenTelemetry SDK alone spends on the spans of one traced GET /plants/{id}, with no
 // server around it: the api's two spans (the request's SERVER span with its attributes, and the
 // store read's CLIENT span, its child) made, ended, batched and exported over OTLP/HTTP protobuf
-// to the bench's collector (bench/otlp-receiver.mjs, started here), with the SDK's defaults
-// (batches of 512). Issue 26 asks exported tracing to cost at most a quarter of what a GET costs
-// untraced: this is the part of that no integration can take away.
+// to the bench's collector (bench/otlp-receiver.mjs, started here on the load generator's core),
+// with the SDK's defaults (batches of 512). Issue 26 asks exported tracing to cost at most a
+// quarter of what a GET costs untraced: this is the part of that no integration can take away.
 //
-//   node bench/sdk-spans.mjs [gets, default 200000]
+//   taskset -c 0 node bench/sdk-spans.mjs [gets, default 200000]
 //
 // Prints the process's CPU time per GET (after 50,000 unmeasured). Instructions, which carry across
 // machines: run it under `valgrind --tool=callgrind node --single-threaded bench/sdk-spans.mjs N`
 // for two values of N; the difference of the totals over the difference of N.
-import { spawn } from 'node:child_process';
 import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { freePort, send } from './lib/system.mjs';
+import { installCleanup, makeTempDir, send, spawnServer } from './lib/system.mjs';
 
 const gets = Number(process.argv[2] ?? 200_000);
 const WARM_UP = 50_000;
-const port = await freePort();
-const collector = spawn(process.execPath, [new URL('otlp-receiver.mjs', import.meta.url).pathname], {
-  env: { PATH: process.env.PATH, PORT: String(port) },
-  stdio: 'ignore',
+installCleanup();
+const collector = await spawnServer('otlp-receiver', {
+  dir: makeTempDir('sdk-spans'),
+  logToFile: false,
+  cpu: 'load',
 });
-const url = `http://127.0.0.1:${port}`;
-for (let tries = 0; ; tries++) {
-  try {
-    await send(url, { path: '/count' });
-    break;
-  } catch (error) {
-    if (tries === 50) throw error;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+await collector.ready();
+const { url } = collector;
 
 const provider = new TracerProvider({
   resource: resourceFromAttributes({ 'service.name': 'plant-store-api' }),
@@ -91,4 +83,4 @@ console.log(
   }),
 );
 await provider.shutdown();
-collector.kill();
+await collector.stop();
