@@ -244,6 +244,31 @@ describe.each(testStores())('event stream slots and resume ids on $name', (testS
     // Until the server sees them closed they count against the token's 3 (the next test opens some).
     await sleep(200);
   });
+
+  it('answers 410 to a resume past the newest event, by Last-Event-ID, ?after= or tRPC’s lastEventId', async () => {
+    const created = await postPlant(api.url, '{"id":601,"name":"Fern"}');
+    const newest = created.headers.get('etag')!.slice(1, -1);
+    const max = '9223372036854775807';
+    const gone = {
+      error: 410,
+      message:
+        `Event ${max} is past the newest event (${newest}): this store never sent it (was it restored from a backup?); ` +
+        'start again without a resume id and list the plants to catch up.',
+    };
+    const byHeader = await sse('', { 'last-event-id': max });
+    expect([byHeader.status, byHeader.body]).toStrictEqual([410, gone]);
+    const byQuery = await sse(`?after=${max}`);
+    expect([byQuery.status, byQuery.body]).toStrictEqual([410, gone]);
+    const input = encodeURIComponent(JSON.stringify({ json: { lastEventId: max } }));
+    const subscription = await openSse(`${api.url}/trpc/plants.events?input=${input}`);
+    const [, error] = await subscription.waitFor(2);
+    subscription.close();
+    expect(error).toMatchObject({
+      event: 'serialized-error',
+      data: { json: { message: gone.message, data: { code: 'NOT_FOUND', path: 'plants.events' } } },
+    });
+    await sleep(200);
+  });
 });
 
 describe('event streams of one SQLite instance', () => {
