@@ -160,11 +160,20 @@ function resumeInput(input: unknown): unknown {
  */
 function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObject<S>, EventStream>) {
   type Input = z.input<z.ZodObject<S>> & { lastEventId?: string | null };
-  return t.procedure.input(asSent<Input>()).subscription(async function* ({ ctx, input }) {
+  return t.procedure.input(asSent<Input>()).subscription(async function* ({ ctx, input, signal }) {
     // Run inside the generator, before its first event: a refusal (410, 429, 503) is thrown as its
     // TRPCError, which httpSubscriptionLink does not retry forever as it would a 500.
     const stream = (await call(operation as AnyOperation, ctx, () => resumeInput(input))) as EventStream;
-    for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
+    // tRPC aborts `signal` when the client goes away, but can only end the generator at a `yield`:
+    // waiting for an event, it would hold the stream (and its slot) until one came.
+    const close = () => stream.close();
+    signal?.addEventListener('abort', close, { once: true });
+    if (signal?.aborted) close();
+    try {
+      for await (const event of stream) yield tracked(String(event.id), toPlantEvent(event));
+    } finally {
+      signal?.removeEventListener('abort', close);
+    }
     const ended = await stream.ended;
     if (ended === 'revoked')
       throw toTrpcError(new RequestError('invalid_token', 'The bearer token was revoked.'));

@@ -69,8 +69,8 @@ export type EventHub = {
    * Opens a stream of the events after `after` (or, without it, of those committed from now on):
    * first the backlog, read from the log, then live events as they commit; only those of `types`
    * when given (their ids stay the log's, with gaps between them). Throws a `RequestError` when
-   * `after` is older than the retention or more than `maxReplay` events back (410), or a limit is
-   * reached (429, 503).
+   * `after` is older than the retention, more than `maxReplay` events back or past the store's
+   * newest event (410), or a limit is reached (429, 503).
    */
   open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
   /** Streams open now. */
@@ -288,20 +288,7 @@ export function createEventHub(
   }): Promise<EventStream> {
     // Refused before any store call; decided again below, after them.
     admit(tokenName);
-    if (after !== undefined && after < (await events.prunedThrough())) {
-      throw new RequestError(
-        'gone',
-        `The events after ${after} are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.`,
-      );
-    }
-    // Counted through the index, no further than the bound: one more than it is enough to refuse.
-    if (after !== undefined && (await events.countAfter(after, limits.maxReplay + 1)) > limits.maxReplay) {
-      throw new RequestError(
-        'gone',
-        `More than ${limits.maxReplay} events follow ${after}, more than a stream replays (see EVENTS_REPLAY_MAX); ` +
-          'start again without a resume id and list the plants to catch up.',
-      );
-    }
+    if (after !== undefined) await refuseResume(events, limits.maxReplay, after);
     await start();
     const displaced = admit(tokenName);
     let resolveEnded: (reason: StreamEnd) => void = () => {};
@@ -419,6 +406,39 @@ export function createEventHub(
       stop();
     },
   };
+}
+
+/**
+ * Throws 410 when a stream cannot resume after `after`: its events are no longer kept, more than
+ * `maxReplay` follow it, or it is past the newest event, so the store never sent it (a client of
+ * a store restored from a backup, whose ids start lower again).
+ */
+async function refuseResume(events: EventLog, maxReplay: number, after: bigint): Promise<void> {
+  if (after < (await events.prunedThrough())) {
+    throw new RequestError(
+      'gone',
+      `The events after ${after} are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.`,
+    );
+  }
+  // Counted through the index, no further than the bound: one more than it is enough to refuse.
+  const following = await events.countAfter(after, maxReplay + 1);
+  if (following > maxReplay) {
+    throw new RequestError(
+      'gone',
+      `More than ${maxReplay} events follow ${after}, more than a stream replays (see EVENTS_REPLAY_MAX); ` +
+        'start again without a resume id and list the plants to catch up.',
+    );
+  }
+  if (following > 0) return;
+  // The store's head, not a hub's: another instance may have sent an event this one has not read yet.
+  const newest = await events.head();
+  if (after > newest) {
+    throw new RequestError(
+      'gone',
+      `Event ${after} is past the newest event (${newest}): this store never sent it (was it restored from a backup?); ` +
+        'start again without a resume id and list the plants to catch up.',
+    );
+  }
 }
 
 /** The events of `page` of one of `types` (all of them when `types` is undefined: the page itself). */

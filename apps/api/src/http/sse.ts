@@ -29,6 +29,11 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
   ctx.respond = false;
   const { res } = ctx;
   const { socket } = ctx.req;
+  // The client went while the stream was being opened: its 'close' came before anyone listened.
+  if (socket.destroyed) {
+    stream.close();
+    return;
+  }
   socket.setNoDelay(true);
   socket.setTimeout(0);
   // The status line and headers now; the body then goes to the socket as ready-made HTTP chunks,

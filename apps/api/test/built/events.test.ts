@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -12,6 +14,8 @@ import {
 } from '../support/stores.ts';
 
 const BIG = 2n ** 53n + 1n;
+const HEARTBEAT_MS = 500;
+const HOLDER = new URL('../support/stream-holder.mjs', import.meta.url).pathname;
 type Event = {
   id: bigint;
   type: string;
@@ -177,6 +181,93 @@ describe.each(testStores())('GET /plants/events on $name', (testStore) => {
     const again = await sse();
     expect(again.status).toBe(200);
     for (const stream of [...streams, again]) stream.close();
+  });
+});
+
+describe.each(testStores())('event stream slots and resume ids on $name', (testStore) => {
+  let store: TestStoreInstance;
+  let api: ApiProcess;
+  const open: SseStream[] = [];
+  const sse = async (query = '', headers: Record<string, string> = {}) => {
+    const stream = await openSse(`${api.url}/plants/events${query}`, headers);
+    open.push(stream);
+    return stream;
+  };
+
+  beforeAll(async () => {
+    store = await testStore.setup();
+    api = await startApiProcess({
+      env: { ...store.env, EVENTS_HEARTBEAT_MS: String(HEARTBEAT_MS), EVENT_STREAMS_PER_TOKEN: '3' },
+    });
+  });
+  afterAll(async () => {
+    for (const stream of open) stream.close();
+    await api?.stop();
+    api?.cleanup();
+    await store?.teardown();
+  });
+
+  it('frees the slots of a killed client’s streams, SSE and tRPC, within a heartbeat: the token may open them again', async () => {
+    const created = await postPlant(api.url, '{"id":600,"name":"Fern"}');
+    const newest = BigInt(created.headers.get('etag')!.slice(1, -1));
+    // Each resumes one event back: once that event arrived, its stream holds its slot.
+    const input = encodeURIComponent(JSON.stringify({ json: { lastEventId: String(newest - 1n) } }));
+    const urls = [
+      `${api.url}/plants/events?after=${newest - 1n}`,
+      `${api.url}/trpc/plants.events?input=${input}`,
+      `${api.url}/trpc/plants.events?input=${input}`,
+    ];
+    const holder = spawn(process.execPath, [HOLDER, JSON.stringify({ token: TOKEN, urls, until: 'id: ' })], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const [line] = (await once(holder.stdout!, 'data')) as [Buffer];
+      expect(String(line)).toBe('[200,200,200]\n');
+      const refused = await send(`${api.url}/plants/events`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(refused.status).toBe(429);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+    await once(holder, 'exit');
+    // The kernel closed the killed client's sockets: the server frees each slot as it sees that,
+    // well within a heartbeat.
+    await vi.waitFor(
+      async () => {
+        const streams = [await sse(), await sse(), await sse()];
+        for (const stream of streams) stream.close();
+        expect(streams.map((stream) => stream.status)).toStrictEqual([200, 200, 200]);
+      },
+      { timeout: HEARTBEAT_MS, interval: 50 },
+    );
+    // Until the server sees them closed they count against the token's 3 (the next test opens some).
+    await sleep(200);
+  });
+
+  it('answers 410 to a resume past the newest event, by Last-Event-ID, ?after= or tRPC’s lastEventId', async () => {
+    const created = await postPlant(api.url, '{"id":601,"name":"Fern"}');
+    const newest = created.headers.get('etag')!.slice(1, -1);
+    const max = '9223372036854775807';
+    const gone = {
+      error: 410,
+      message:
+        `Event ${max} is past the newest event (${newest}): this store never sent it (was it restored from a backup?); ` +
+        'start again without a resume id and list the plants to catch up.',
+    };
+    const byHeader = await sse('', { 'last-event-id': max });
+    expect([byHeader.status, byHeader.body]).toStrictEqual([410, gone]);
+    const byQuery = await sse(`?after=${max}`);
+    expect([byQuery.status, byQuery.body]).toStrictEqual([410, gone]);
+    const input = encodeURIComponent(JSON.stringify({ json: { lastEventId: max } }));
+    const subscription = await openSse(`${api.url}/trpc/plants.events?input=${input}`);
+    const [, error] = await subscription.waitFor(2);
+    subscription.close();
+    expect(error).toMatchObject({
+      event: 'serialized-error',
+      data: { json: { message: gone.message, data: { code: 'NOT_FOUND', path: 'plants.events' } } },
+    });
+    await sleep(200);
   });
 });
 

@@ -254,6 +254,36 @@ describe.each(testStores())('the event hub on $name', (testStore) => {
     }
   });
 
+  it('refuses a resume past the store’s newest event (410), and takes one at an event another instance sent before this hub read it', async () => {
+    // Another instance: its own connection to the store. This hub hears of its commits by polling
+    // alone on SQLite (slowly here), by notification on PostgreSQL.
+    const other = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+    const slow = createEventHub(store.events, { ...LIMITS, pollMs: 60_000 }, pino({ level: 'silent' }));
+    try {
+      // Following the log from here on.
+      const watching = await slow.open({ tokenName: 'tester' });
+      await other.create({ id: 1n, name: 'Fern' });
+      const [sent] = await other.events.after(0n, 1);
+      const resumed = (await slow.open({ tokenName: 'tester', after: sent!.id }))[Symbol.asyncIterator]();
+      for (const after of [sent!.id + 1n, 2n ** 63n - 1n]) {
+        await expect(slow.open({ tokenName: 'tester', after })).rejects.toMatchObject({
+          status: 410,
+          message:
+            `Event ${after} is past the newest event (${sent!.id}): this store never sent it (was it restored from a backup?); ` +
+            'start again without a resume id and list the plants to catch up.',
+        });
+      }
+      expect(slow.size).toBe(2);
+      await store.create({ id: 2n, name: 'Fern' });
+      expect((await take(resumed, 1)).map((event) => event.plant.id)).toStrictEqual([2n]);
+      await resumed.return?.(undefined);
+      watching.close();
+    } finally {
+      slow.close();
+      await other.close();
+    }
+  });
+
   it('shares a full instance fairly: a token below its share takes the place of the largest holder’s oldest stream', async () => {
     const fair = createEventHub(
       store.events,
