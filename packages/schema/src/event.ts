@@ -7,6 +7,7 @@ export const EventIdSchema = z
   .min(0n, { error: 'must be an event id (a non-negative 64-bit integer)' })
   .meta({
     description: 'The position of the event in the log; each event has a greater id than every earlier one',
+    minimum: 0,
   });
 
 const at = z.string().meta({ description: 'When the change committed (RFC 3339, UTC)', format: 'date-time' });
