@@ -79,11 +79,11 @@ export const PROBE_HEADERS = z.object({ 'X-Request-Id': HEADERS.requestId });
 /** The `X-Request-Id` a client may send, as the document declares it on every operation. */
 export const RequestIdParam = z
   .string()
-  .regex(/^[A-Za-z0-9._:-]{1,128}$/)
   .optional()
   .meta({
     description:
-      'An id for this request, echoed in the answer’s `X-Request-Id` and in the log. Another value is not refused: the answer then carries a new id',
+      'An id for this request, echoed in the answer’s `X-Request-Id` and in the log when it is 1 to 128 of ' +
+      '`A-Z a-z 0-9 . _ : -`; any other value is not refused, and the answer then carries a new id',
     param: { id: 'RequestId' },
   });
 

@@ -45,7 +45,11 @@ describe.each(testStores())('HTTP edges on $name (built service)', (testStore) =
   beforeAll(async () => {
     store = await testStore.setup();
     api = await startApiProcess({
-      env: { ...store.env, WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64') },
+      env: {
+        ...store.env,
+        WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+        EVENT_STREAMS_PER_TOKEN: '3',
+      },
     });
     for (const body of ['{"id":1,"name":"Fern"}', '{"id":2,"name":"Moss","tag":"green"}']) {
       expect((await postPlant(api.url, body)).status).toBe(200);
@@ -173,5 +177,21 @@ describe.each(testStores())('HTTP edges on $name (built service)', (testStore) =
         'Invalid request parameters: after must be an event id (a non-negative 64-bit integer).',
       ),
     );
+  });
+
+  it('refuses a number where an event type belongs with a 400 naming it, not a 500', async () => {
+    const answer = await send(`${api.url}/webhook-endpoints`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: '{"url":"https://hooks.example/x","events":[9007199254740993]}',
+    });
+    expect([answer.status, answer.text]).toEqual([
+      400,
+      errorBody(
+        400,
+        'Invalid request body: events.0 must be one of the event types plant.created, plant.updated, plant.deleted (not 9007199254740993).',
+      ),
+    ]);
+    expect((await send(`${api.url}/webhook-endpoints`, { headers: AUTH })).text).toBe('[]');
   });
 });
