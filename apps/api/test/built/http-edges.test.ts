@@ -80,7 +80,14 @@ describe.each(testStores())('HTTP edges on $name (built service)', (testStore) =
   });
 
   it('serves HEAD wherever GET is served: the same status and headers, no body', async () => {
-    for (const path of ['/plants/1', '/plants?limit=1', '/plants/404', '/plants/x', '/webhook-endpoints']) {
+    for (const path of [
+      '/plants/1',
+      '/plants?limit=1',
+      '/plants/404',
+      '/plants/x',
+      '/webhook-endpoints',
+      '/openapi.json',
+    ]) {
       const get = await raw(`${api.url}${path}`, 'GET');
       const head = await raw(`${api.url}${path}`, 'HEAD');
       expect({ path, status: head.status, body: head.body }).toEqual({ path, status: get.status, body: '' });
