@@ -57,9 +57,14 @@ type Change = {
 };
 type Report = { infoVersions: { base: string; revision: string }; changes: Change[] };
 
+/** One change to the document, as the check rates it. */
+export type RatedChange = { where: string; breaking: boolean; what: string };
+
 export type CheckResult = {
   released: string;
   current: string;
+  /** Every change, in Redocly's order: where, whether it breaks a client of the released document, and what. */
+  changes: RatedChange[];
   /** One line per breaking change: where, and what. */
   breaking: string[];
   /** Changes that break nothing (additions, descriptions), counted. */
@@ -94,24 +99,30 @@ export async function checkBreakingChanges(releasedPath: string, currentPath: st
   const report = JSON.parse(stdout) as Report;
   const { base: released, revision: current } = report.infoVersions;
   const breaking: string[] = [];
+  const changes: RatedChange[] = [];
   let compatible = 0;
   for (const change of report.changes) {
     const where = decodePointer(change.path);
     const majors = change.verdicts.filter((verdict) => verdict.impact === 'major');
+    const plain = `${change.typeName} ${change.kind}.`;
     if (change.impact === 'major') {
-      breaking.push(
-        ...(majors.length > 0
-          ? majors.map((verdict) => `${where}: ${verdict.message}`)
-          : [`${where}: ${change.typeName} ${change.kind}.`]),
-      );
+      const whats = majors.length > 0 ? majors.map((verdict) => verdict.message) : [plain];
+      for (const what of whats) {
+        breaking.push(`${where}: ${what}`);
+        changes.push({ where, breaking: true, what });
+      }
     } else if (
       change.kind === 'removed' &&
       change.path.startsWith('#/webhooks/') &&
       WEBHOOK_PARTS.has(change.typeName)
     ) {
-      breaking.push(`${where}: ${change.typeName} removed from a webhook, which subscribers may rely on.`);
+      const what = `${change.typeName} removed from a webhook, which subscribers may rely on.`;
+      breaking.push(`${where}: ${what}`);
+      changes.push({ where, breaking: true, what });
     } else {
       compatible += 1;
+      const what = change.verdicts.map((verdict) => verdict.message).join(' ') || plain;
+      changes.push({ where, breaking: false, what });
     }
   }
   const problems: string[] = [];
@@ -128,7 +139,19 @@ export async function checkBreakingChanges(releasedPath: string, currentPath: st
         `regenerate with \`${REGENERATE_COMMAND}\`.`,
     );
   }
-  return { released, current, breaking, compatible, problems };
+  return { released, current, changes, breaking, compatible, problems };
+}
+
+/** The report `openapi:check` prints: one line per change, rated, then the totals. */
+export function formatChanges(result: CheckResult): string {
+  const lines = result.changes.map(
+    (change) => `${change.breaking ? 'breaking  ' : 'compatible'} ${change.where}: ${change.what}`,
+  );
+  const totals =
+    `openapi.json ${result.current} against the released ${result.released}: ` +
+    `${result.breaking.length} breaking change(s)${result.breaking.length > 0 && result.problems.length === 0 ? ' (allowed by the new major version)' : ''}, ` +
+    `${result.compatible} compatible.`;
+  return `${[...lines, totals].join('\n')}\n`;
 }
 
 /** `#/paths/~1plants/post/…` → `paths › /plants › post › …`, readable in a message. */

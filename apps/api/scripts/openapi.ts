@@ -2,20 +2,15 @@
 // `pnpm --filter @plant-store/api openapi:check`: compares it with the last released document.
 import { writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
-import { COMMITTED_PATH, checkBreakingChanges, generatedDocument, lastReleased } from './contract.ts';
+import { COMMITTED_PATH, checkBreakingChanges, formatChanges, generatedDocument, lastReleased } from './contract.ts';
 
 if (process.argv[2] === 'check') {
   const released = lastReleased();
   const result = await checkBreakingChanges(released.path, COMMITTED_PATH);
+  process.stdout.write(formatChanges(result));
   if (result.problems.length > 0) {
     process.stderr.write(`${result.problems.join('\n')}\n`);
     process.exitCode = 1;
-  } else {
-    process.stdout.write(
-      `openapi.json ${result.current} against the released ${result.released}: ` +
-        `${result.breaking.length} breaking change(s)${result.breaking.length > 0 ? ' (allowed by the new major version)' : ''}, ` +
-        `${result.compatible} compatible.\n`,
-    );
   }
 } else {
   writeFileSync(COMMITTED_PATH, generatedDocument());

@@ -109,7 +109,7 @@ export function createApp(options: AppOptions): Koa {
   const openApi = ownPaths(
     (path) => path === '/openapi.json',
     async (ctx, next) => {
-      if (ctx.method !== 'GET') return next();
+      if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
       ctx.state.route = ctx.path;
       ctx.type = 'application/json';
       ctx.body = await openApiJson();

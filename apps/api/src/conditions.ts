@@ -77,11 +77,3 @@ export const IfMatchHeaders = z.object({
       example: '"42"',
     }),
 });
-
-/** The `ETag` response header as the OpenAPI document declares it. */
-export const ETagHeaders = z.object({
-  ETag: z.string().meta({
-    description: 'The plant’s version as a strong entity tag: its `version` in double quotes',
-    example: '"42"',
-  }),
-});

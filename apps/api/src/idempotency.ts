@@ -31,50 +31,48 @@ export const DEFAULT_IDEMPOTENCY_POLICY: IdempotencyPolicy = { ttlMs: 86_400_000
 /** Longest key, in characters once unquoted. */
 export const MAX_KEY_LENGTH = 255;
 
-/** An sf-string (RFC 8941 §3.3.3): printable ASCII in double quotes, `\"` and `\\` escaped. */
-const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
-/** A bare key, as many clients send one (a UUID, a Stripe-style key): no quotes, spaces or commas. */
-const BARE_KEY = /^[A-Za-z0-9\-._~+/=:]+$/;
-
 /**
- * The key of an `Idempotency-Key` header: an sf-string as the draft specifies
- * (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`), or the same characters bare. 400 otherwise (an
- * empty key, a list of several, anything longer than `MAX_KEY_LENGTH`).
+ * A well-formed `Idempotency-Key` header: an sf-string (RFC 8941 §3.3.3: printable ASCII in double
+ * quotes, `\"` and `\\` escaped) of 1 to `MAX_KEY_LENGTH` characters once unquoted, or the same
+ * bare (as many clients send a UUID or a Stripe-style key: no quotes, spaces or commas). The
+ * document declares this pattern, and `parseIdempotencyKey` checks it: one rule for both.
  */
-export function parseIdempotencyKey(header: string): string {
-  const quoted = SF_STRING.exec(header);
-  const key = quoted ? quoted[1]!.replace(/\\(["\\])/g, '$1') : BARE_KEY.test(header) ? header : undefined;
-  if (key === undefined || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new RequestError(
-      'bad_request',
-      `The Idempotency-Key header must be a string of 1 to ${MAX_KEY_LENGTH} printable ASCII characters, such as "8e03978e-40d5-43e8-bc93-6894a57f9324".`,
-    );
-  }
-  return key;
-}
+const KEY_PATTERN = new RegExp(
+  `^(?:"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\["\\\\]){1,${MAX_KEY_LENGTH}}"|[A-Za-z0-9\\-._~+/=:]{1,${MAX_KEY_LENGTH}})$`,
+);
 
-/** The Idempotency-Key request header as the OpenAPI document declares it. */
+/** The Idempotency-Key request header as the OpenAPI document declares it, and as the server checks it. */
 export const IdempotencyKeyHeaders = z.object({
   'Idempotency-Key': z
     .string()
     .max(MAX_KEY_LENGTH + 2)
+    .regex(KEY_PATTERN)
     .optional()
     .meta({
       description:
         'Makes the request safe to retry: a repeat with the same key and the same request within the retention ' +
         'period (24 h by default) gets the first answer again, with `Idempotent-Replayed: true`, and changes ' +
-        'nothing. An sf-string (a bare key is accepted too); keys are scoped to the bearer token. A new key ' +
-        'for each new request, such as a random UUID.',
+        `nothing. An sf-string of 1 to ${MAX_KEY_LENGTH} characters once unquoted (a bare key of as many is ` +
+        'accepted too); keys are scoped to the bearer token. A new key for each new request, such as a random UUID.',
       example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
     }),
 });
 
-/** The response header of a replayed answer, as the OpenAPI document declares it. */
-export const ReplayedHeaders = z.object({
-  'Idempotent-Replayed': z.literal('true').optional().meta({
-    description: 'Present when this is the stored answer to an earlier request with the same Idempotency-Key',
-  }),
-});
+const KEY_HEADER = IdempotencyKeyHeaders.shape['Idempotency-Key'].unwrap();
+
+/**
+ * The key of an `Idempotency-Key` header, as `KEY_PATTERN` describes it, unquoted. 400 otherwise (an
+ * empty key, a list of several, anything longer than `MAX_KEY_LENGTH`).
+ */
+export function parseIdempotencyKey(header: string): string {
+  if (!KEY_HEADER.safeParse(header).success) {
+    throw new RequestError(
+      'bad_request',
+      `The Idempotency-Key header must be a string of 1 to ${MAX_KEY_LENGTH} printable ASCII characters, such as "8e03978e-40d5-43e8-bc93-6894a57f9324".`,
+    );
+  }
+  return header.startsWith('"') ? header.slice(1, -1).replace(/\\(["\\])/g, '$1') : header;
+}
 
 /** What a keyed operation resolves to: its output, or the stored answer of an earlier request. */
 export type KeyedResult = { output: unknown } | { replay: StoredAnswer };

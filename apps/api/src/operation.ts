@@ -1,6 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import { getPathParameters, normalizePath, type OpenApiMeta, type OpenApiMethod } from 'trpc-to-openapi';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { AuthResult, Principal } from './auth.ts';
 import { RequestError } from './errors.ts';
 import type { Scope } from './scopes.ts';
@@ -158,15 +158,6 @@ export async function storeCall<T>(operation: () => Promise<T>): Promise<T> {
     throw cause;
   }
 }
-
-/** The header `nextPageHeaders` sets, as the OpenAPI document describes it (a schema each operation). */
-export const nextPageLinkHeader = () =>
-  z.object({
-    Link: z
-      .string()
-      .optional()
-      .meta({ description: 'The next page, as `<url>; rel="next"`, while more remain' }),
-  });
 
 /**
  * A page's REST headers: `Link: <path?query>; rel="next"` (RFC 8288) while more remain (`cursor`

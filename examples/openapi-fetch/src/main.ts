@@ -63,6 +63,18 @@ console.log(`listed ${listed.length} plants`);
 const read = await client.GET('/plants/{id}', { params: { path: { id: 2002 } } });
 if (read.error) throw new Error(`get 2002: ${describe(read.response.status, read.error)}`);
 console.log(`got 2002: ${JSON.stringify(read.data)}`);
+
+// Read it again with its ETag: 304 is declared (no body, its ETag typed), so it is no failure. openapi-fetch
+// hands back any answer outside 2xx as `error` (here `''`, the empty body): look at the status first.
+type NotModified = paths['/plants/{id}']['get']['responses'][304];
+const etag: NotModified['headers']['ETag'] = read.response.headers.get('etag') ?? '';
+const unchanged = await client.GET('/plants/{id}', {
+  params: { path: { id: 2002 }, header: { 'If-None-Match': etag } },
+});
+if (unchanged.response.status !== 304) {
+  throw new Error(`a conditional read of 2002 answered ${unchanged.response.status}`);
+}
+console.log(`unchanged 2002: ${unchanged.response.status} ${unchanged.response.headers.get('etag')}`);
 const deleted = await client.DELETE('/plants/{id}', { params: { path: { id: 2002 } } });
 if (deleted.error) throw new Error(`delete 2002: ${describe(deleted.response.status, deleted.error)}`);
 console.log(`deleted 2002: ${deleted.response.status}`);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { stringifyJson } from './json.ts';
 import { PlantIdSchema, PlantWithIdSchema } from './plant.ts';
 
 /** An event's position in the log: a signed 64-bit integer that only grows. */
@@ -7,6 +8,7 @@ export const EventIdSchema = z
   .min(0n, { error: 'must be an event id (a non-negative 64-bit integer)' })
   .meta({
     description: 'The position of the event in the log; each event has a greater id than every earlier one',
+    minimum: 0,
   });
 
 const at = z.string().meta({ description: 'When the change committed (RFC 3339, UTC)', format: 'date-time' });
@@ -52,9 +54,18 @@ export type PlantEvent = z.infer<typeof PlantEventSchema>;
 /** The kinds of event, as the streams name them (`event:` in Server-Sent Events, `type` in the data). */
 export const PLANT_EVENT_TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const;
 
+/** A client's value in a message: as JSON (an exact integer too), or as text where JSON has none. */
+function describeValue(value: unknown): string {
+  try {
+    return stringifyJson(value);
+  } catch {
+    return String(value);
+  }
+}
+
 export const PlantEventTypeSchema = z.enum(PLANT_EVENT_TYPES, {
   error: (issue) =>
-    `must be one of the event types ${PLANT_EVENT_TYPES.join(', ')} (not ${JSON.stringify(issue.input)})`,
+    `must be one of the event types ${PLANT_EVENT_TYPES.join(', ')} (not ${describeValue(issue.input)})`,
 });
 
 export type PlantEventType = z.infer<typeof PlantEventTypeSchema>;

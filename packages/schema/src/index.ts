@@ -5,3 +5,4 @@ export * from './integer.ts';
 export * from './tag.ts';
 export * from './event.ts';
 export * from './webhook-endpoint.ts';
+export * from './webhook-body.ts';

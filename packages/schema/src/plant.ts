@@ -30,13 +30,22 @@ const text = (error: typeof requiredString | string, maxLength?: number) => {
   ).refine((value) => value.isWellFormed() && !value.includes('\u0000'), { error: TEXT_MESSAGE });
 };
 
+/** What the document says of every text field a client sends (`text`). */
+const TEXT_DESCRIPTION = 'Unicode text without NUL (U+0000).';
+
+/**
+ * `name` may be empty in 1.x: the 1.0.0 contract accepts `""`, and refusing it would break a client
+ * that follows it. To be refused from 2.0.0 (`minLength: 1`).
+ */
+const NAME_DESCRIPTION = `The name of the plant. ${TEXT_DESCRIPTION} An empty name is accepted in 1.x and will be refused from 2.0.0`;
+
 /** A plant as the store answers it: the spec's `Plant`. */
 export const PlantSchema = z
   .object({
-    name: text(requiredString, MAX_NAME_LENGTH).meta({ description: 'The name of the plant' }),
+    name: text(requiredString, MAX_NAME_LENGTH).meta({ description: NAME_DESCRIPTION }),
     tag: text('must be a string', MAX_TAG_LENGTH)
       .optional()
-      .meta({ description: 'Tag that specifies the type of plant' }),
+      .meta({ description: `Tag that specifies the type of plant. ${TEXT_DESCRIPTION}` }),
   })
   .meta({ id: 'Plant' });
 
@@ -45,7 +54,12 @@ export type Plant = z.infer<typeof PlantSchema>;
 /** Identification number of a plant: a signed 64-bit integer, held as a `bigint` so no id is ever rounded. */
 export const PlantIdSchema = z
   .int64({ error: (iss) => (iss.input === undefined ? 'is required' : `must be ${INT64_RANGE}`) })
-  .meta({ description: 'Identification number of the plant' });
+  .meta({
+    description:
+      'Identification number of the plant: a signed 64-bit integer, exact over the whole range. Values beyond ' +
+      '±2^53 need a JSON parser that keeps integers exact (JavaScript’s `JSON.parse` rounds them; so does a ' +
+      'generated client that types int64 as `number`). The create answer’s `Content-Location` names the id stored',
+  });
 
 export type PlantId = z.infer<typeof PlantIdSchema>;
 
@@ -128,8 +142,14 @@ export const ListPlantsQuerySchema = z.object({
 
 export type ListPlantsQuery = z.input<typeof ListPlantsQuerySchema>;
 
+/**
+ * The id in a path, described as briefly as the released contract does (Redocly's diff, comparing
+ * parameters by their wording, takes a reworded one for another parameter).
+ */
+const PlantIdInPathSchema = PlantIdSchema.meta({ description: 'Identification number of the plant' });
+
 /** Path parameters of `GET /plants/{id}` and `DELETE /plants/{id}`. */
-export const PlantIdParamsSchema = z.object({ id: PlantIdSchema });
+export const PlantIdParamsSchema = z.object({ id: PlantIdInPathSchema });
 
 /**
  * The body of `PATCH /plants/{id}`: a JSON Merge Patch (RFC 7396) of a plant. A member present
@@ -160,7 +180,7 @@ export type PlantPatch = z.infer<typeof PlantPatchSchema>;
  */
 export const UpdatePlantInputSchema = z.object(
   {
-    id: PlantIdSchema,
+    id: PlantIdInPathSchema,
     name: PlantPatchSchema.shape.name,
     tag: PlantPatchSchema.shape.tag,
     expectedVersion: PlantVersionSchema.optional().meta({
@@ -174,7 +194,7 @@ export type UpdatePlantInput = z.input<typeof UpdatePlantInputSchema>;
 
 /** Input of `plants.delete` (and the path of `DELETE /plants/{id}`, whose `If-Match` is its `expectedVersion`). */
 export const DeletePlantInputSchema = z.object({
-  id: PlantIdSchema,
+  id: PlantIdInPathSchema,
   expectedVersion: UpdatePlantInputSchema.shape.expectedVersion,
 });
 

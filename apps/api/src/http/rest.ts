@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { EXPECTED_VERSION, etagOf, noneMatchFails } from '../conditions.ts';
 import { describeIssues, methodNotAllowed, RequestError } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
+import { replayedOutput } from '../idempotency.ts';
 import { type AnyOperation, type RequestContext, type RequestScope, takesBody } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
 import { runOperation } from '../pipeline.ts';
@@ -87,8 +88,9 @@ export function restAdapter(
     }
     if (path === undefined) return next();
     ctx.state.route = path.path;
-    const route = path.byMethod.get(ctx.method);
-    if (route === undefined) throw methodNotAllowed(ctx.method, [...path.byMethod.keys()]);
+    // HEAD wherever GET is served (RFC 9110 §9.3.2): run as GET; Koa sends no body to a HEAD.
+    const route = path.byMethod.get(ctx.method === 'HEAD' ? 'GET' : ctx.method);
+    if (route === undefined) throw methodNotAllowed(ctx.method, path.allowed);
     const { operation } = route;
     const request = restScope(ctx);
     const readInput = () =>
@@ -110,6 +112,9 @@ export function restAdapter(
     );
     if ('replay' in result) {
       ctx.status = result.replay.status;
+      // The headers the first answer had that come from the request (a create's Content-Location).
+      const again = operation.rest?.present?.(replayedOutput(result.replay), { path: ctx.path, input: result.input });
+      if (again?.headers) ctx.set(again.headers);
       if (result.replay.body !== null) {
         ctx.type = 'application/json';
         ctx.body = result.replay.body;
@@ -122,16 +127,21 @@ export function restAdapter(
       if (typeof version === 'bigint') request.setVersion?.(version);
       return;
     }
-    if (operation.stream) return serveEventStream(ctx, result.output as EventStream, options.heartbeatMs);
+    if (operation.stream) {
+      const stream = result.output as EventStream;
+      if (ctx.method === 'HEAD') return answerStreamHead(ctx, stream);
+      return serveEventStream(ctx, stream, options.heartbeatMs);
+    }
     const { rest } = operation;
     const presented = rest?.present
       ? rest.present(result.output, { path: ctx.path, input: result.input })
       : { body: result.output };
     ctx.status = rest?.status ?? 200;
     if (presented.headers) ctx.set(presented.headers);
+    // Only an answer with an ETag can be "not modified" (Koa answers `undefined` for a header not set).
     const ifNoneMatch = ctx.get('if-none-match');
-    const etag = ctx.response.get('etag');
-    if (ctx.method === 'GET' && ifNoneMatch !== '' && etag !== '' && noneMatchFails(ifNoneMatch, etag)) {
+    const etag = ctx.response.get('etag') as string | undefined;
+    if (route.method === 'GET' && ifNoneMatch !== '' && etag && noneMatchFails(ifNoneMatch, etag)) {
       ctx.status = 304;
       return;
     }
@@ -142,18 +152,32 @@ export function restAdapter(
   };
 }
 
-/** The routes grouped by path, in the table's order, each path's by method. */
+/** The routes grouped by path, in the table's order, each path's by method, with its `Allow` list. */
 function routesByPath(routes: RestRoute[]) {
-  const paths: { path: string; pattern: RegExp; byMethod: Map<string, RestRoute> }[] = [];
+  const paths: { path: string; pattern: RegExp; byMethod: Map<string, RestRoute>; allowed: string[] }[] = [];
   for (const route of routes) {
     let path = paths.find((candidate) => candidate.path === route.path);
     if (path === undefined) {
-      path = { path: route.path, pattern: route.pattern, byMethod: new Map() };
+      path = { path: route.path, pattern: route.pattern, byMethod: new Map(), allowed: [] };
       paths.push(path);
     }
     path.byMethod.set(route.method, route);
+    path.allowed.push(route.method);
+    if (route.method === 'GET') path.allowed.push('HEAD');
   }
   return paths;
+}
+
+/**
+ * HEAD on a stream: what GET would answer (its checks have passed: the token, the parameters, where
+ * it resumes, the stream limits) with the stream's headers and no body. The stream is closed at once,
+ * so a HEAD holds no slot.
+ */
+function answerStreamHead(ctx: Context, stream: EventStream): void {
+  stream.close();
+  ctx.status = 200;
+  ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+  ctx.type = 'text/event-stream; charset=utf-8';
 }
 
 /** A REST call's request scope: with its `If-Match` header, and the answer's `ETag` for a plant's version. */

@@ -11,12 +11,13 @@ import {
   withTag,
 } from '@plant-store/schema';
 import { z } from 'zod';
-import { ETagHeaders, expectedOf, IfMatchHeaders, staleVersion } from '../conditions.ts';
+import { expectedOf, IfMatchHeaders, staleVersion } from '../conditions.ts';
 import { RequestError } from '../errors.ts';
 import { checkShare } from '../heavy-reads.ts';
-import { IdempotencyKeyHeaders, keyedAnswer, ReplayedHeaders } from '../idempotency.ts';
-import { defineOperation, nextPageHeaders, nextPageLinkHeader, storeCall } from '../operation.ts';
+import { IdempotencyKeyHeaders, keyedAnswer } from '../idempotency.ts';
+import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
+import { HEADERS } from './answers.ts';
 
 /** What an Idempotency-Key adds to an operation's answers (idempotency.ts). */
 const KEY_ERRORS = {
@@ -25,11 +26,11 @@ const KEY_ERRORS = {
   422: 'This Idempotency-Key was used for a different request (another body, method or path)',
 };
 
-/** What an operation that takes an Idempotency-Key declares besides its own metadata. */
-const KEYED = {
-  requestHeaders: IdempotencyKeyHeaders,
-  responseHeaders: ReplayedHeaders,
-} as const;
+/** What a keyed change's success carries: whether it is a replay, and the plant's version after it. */
+const CHANGED_HEADERS = z.object({
+  'Idempotent-Replayed': HEADERS.idempotentReplayed,
+  ETag: HEADERS.etagAfterChange,
+});
 
 /** 412, for the operations that take `If-Match` (tRPC: `expectedVersion`). */
 const STALE = {
@@ -39,14 +40,6 @@ const STALE = {
 function noSuchPlant(id: bigint): never {
   throw new RequestError('not_found', `There is no plant with id ${id}.`);
 }
-
-/** Statuses every bearer-protected operation can answer besides its own. */
-export const PROTECTED_ERRORS = {
-  401: 'Missing or unknown bearer token',
-  403: 'The token lacks the scope this operation needs',
-  500: 'Internal error',
-  503: 'The store is unavailable; retry later',
-};
 
 export const createPlant = defineOperation({
   scope: 'write',
@@ -58,19 +51,19 @@ export const createPlant = defineOperation({
     description:
       'Creates a new plant in the store. Send an `Idempotency-Key` to make it safe to retry: a retry of a ' +
       'create that did commit then gets the same 200 again (with `Idempotent-Replayed: true`), not 409. ' +
-      'The answer’s `ETag` is the new plant’s version.',
+      'The answer’s `ETag` is the new plant’s version, and its `Content-Location` names the plant with the id ' +
+      'exactly as stored (`/plants/{id}`): the answer’s body, the spec’s `Plant`, has no id.',
     tags: ['plants'],
     successDescription:
       'The created plant (or, with `Idempotent-Replayed: true`, the stored answer to a retry)',
-    ...KEYED,
-    responseHeaders: ReplayedHeaders.extend({ ETag: ETagHeaders.shape.ETag.optional() }),
+    requestHeaders: IdempotencyKeyHeaders,
+    responseHeaders: CHANGED_HEADERS.extend({ 'Content-Location': HEADERS.contentLocation }),
     errorResponses: {
       400: `The body is not valid JSON or not a NewPlant. ${KEY_ERRORS[400]}`,
       409: `A plant with this id already exists, or: ${KEY_ERRORS[409]}`,
       413: 'The body is larger than the limit',
       415: 'The body is not application/json',
       422: KEY_ERRORS[422],
-      ...PROTECTED_ERRORS,
     },
   },
   input: NewPlantSchema,
@@ -88,6 +81,11 @@ export const createPlant = defineOperation({
     ctx.request.setVersion?.(version);
     return answer;
   },
+  rest: {
+    status: 200,
+    // On a replay too (rest.ts): the id is the request's, the same on every retry.
+    present: (answer, { input }) => ({ body: answer, headers: { 'Content-Location': `/plants/${input.id}` } }),
+  },
 });
 
 export const listPlants = defineOperation({
@@ -103,10 +101,9 @@ export const listPlants = defineOperation({
       'keeps the filters. With `tag` and `name_prefix`, only the plants that match them.',
     tags: ['plants'],
     successDescription: 'A page of plants',
-    responseHeaders: nextPageLinkHeader(),
+    responseHeaders: z.object({ Link: HEADERS.link }),
     errorResponses: {
       400: 'A bad limit, after, tag or name_prefix parameter',
-      ...PROTECTED_ERRORS,
       503: 'The store is unavailable, or too many lists are being read right now; retry later (see Retry-After)',
     },
   },
@@ -149,11 +146,10 @@ export const getPlant = defineOperation({
         example: '"42"',
       }),
     }),
-    responseHeaders: ETagHeaders,
+    responseHeaders: z.object({ ETag: HEADERS.etag }),
     errorResponses: {
       400: 'The id is not an int64',
       404: 'There is no plant with this id',
-      ...PROTECTED_ERRORS,
     },
   },
   input: PlantIdParamsSchema,
@@ -182,11 +178,10 @@ export const updatePlant = defineOperation({
     tags: ['plants'],
     successDescription: 'The plant after the change; its `ETag` is its version',
     requestHeaders: IdempotencyKeyHeaders.extend(IfMatchHeaders.shape),
-    responseHeaders: ReplayedHeaders.extend({ ETag: ETagHeaders.shape.ETag.optional() }),
+    responseHeaders: CHANGED_HEADERS,
     errorResponses: {
       400: `The body is not valid JSON or not a plant's merge patch (name null, a bad field, an id other than the path's). ${KEY_ERRORS[400]}`,
       404: 'There is no plant with this id',
-      ...PROTECTED_ERRORS,
       409: KEY_ERRORS[409],
       ...STALE,
       413: 'The body is larger than the limit',
@@ -223,12 +218,11 @@ export const deletePlant = defineOperation({
       'did commit gets the same 204 again (with `Idempotent-Replayed: true`), not 404.',
     tags: ['plants'],
     successDescription: 'The plant was deleted',
-    ...KEYED,
     requestHeaders: IdempotencyKeyHeaders.extend(IfMatchHeaders.shape),
+    responseHeaders: z.object({ 'Idempotent-Replayed': HEADERS.idempotentReplayed }),
     errorResponses: {
       400: `The id is not an int64. ${KEY_ERRORS[400]}`,
       404: 'There is no plant with this id',
-      ...PROTECTED_ERRORS,
       409: KEY_ERRORS[409],
       ...STALE,
       422: KEY_ERRORS[422],

@@ -15,29 +15,23 @@ import {
   type RotatedWebhookSecret,
   type WebhookDelivery,
   type WebhookEndpoint,
+  type WebhookPing,
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { RequestError } from '../errors.ts';
-import {
-  defineOperation,
-  nextPageHeaders,
-  nextPageLinkHeader,
-  type OperationContext,
-  storeCall,
-} from '../operation.ts';
+import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from '../operation.ts';
 import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
 import { newWebhookId } from '../webhooks/event.ts';
 import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
 import { LookupsBusyError } from '../webhooks/lookup-slots.ts';
 import { checkEndpointUrl, parseEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
-import { PROTECTED_ERRORS } from './plants.ts';
+import { HEADERS } from './answers.ts';
 
 const TAGS = ['webhook-endpoints'];
 
-/** Statuses every endpoint operation can answer besides its own. */
+/** How every endpoint operation words two of the answers every operation has (operations/answers.ts). */
 const ENDPOINT_ERRORS = {
-  ...PROTECTED_ERRORS,
   403: 'The token lacks the webhooks scope',
   503: 'The store is unavailable, or no WEBHOOK_SECRETS_KEY is configured (PostgreSQL); retry later',
 };
@@ -50,7 +44,9 @@ const NOT_FOUND = {
 
 /** A ping or redelivery past WEBHOOK_PENDING_PER_ENDPOINT. */
 const PENDING_FULL = {
-  429: 'The endpoint has the most pending deliveries allowed (WEBHOOK_PENDING_PER_ENDPOINT); retry after Retry-After',
+  429:
+    'The endpoint has the most pending deliveries allowed (WEBHOOK_PENDING_PER_ENDPOINT); or past the rate limit, ' +
+    'or too many failed authentications from this address; retry after Retry-After',
 };
 
 /**
@@ -176,7 +172,9 @@ export const createWebhookEndpoint = defineOperation({
       409: 'The token already has the most endpoints allowed (WEBHOOK_ENDPOINTS_PER_TOKEN)',
       413: 'The body is larger than the limit',
       415: 'The body is not application/json',
-      429: 'This token has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY_PER_TOKEN); retry after Retry-After',
+      429:
+        'This token has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY_PER_TOKEN); or past the ' +
+        'rate limit, or too many failed authentications from this address; retry after Retry-After',
       ...ENDPOINT_ERRORS,
       503: 'The store is unavailable, no WEBHOOK_SECRETS_KEY is configured (PostgreSQL), or this instance has the most host lookups in flight allowed (WEBHOOK_DNS_CONCURRENCY); retry after Retry-After',
       403: 'The token lacks the webhooks scope, or the read scope (an endpoint receives every new plant)',
@@ -360,7 +358,7 @@ export const listWebhookDeliveries = defineOperation({
       'for WEBHOOK_RETENTION_MS, failed ones for WEBHOOK_FAILED_RETENTION_MS.',
     tags: TAGS,
     successDescription: 'A page of deliveries',
-    responseHeaders: nextPageLinkHeader(),
+    responseHeaders: z.object({ Link: HEADERS.link }),
     errorResponses: {
       ...NOT_FOUND,
       ...ENDPOINT_ERRORS,
@@ -440,7 +438,7 @@ export const pingWebhookEndpoint = defineOperation({
     operationId: 'pingWebhookEndpoint',
     summary: 'Send a test event',
     description:
-      'Enqueues a `webhook.ping` delivery to the endpoint: `{"type":"webhook.ping","endpointId":…,"timestamp":…}`, ' +
+      'Enqueues a `webhook.ping` delivery to the endpoint (the `webhook.ping` webhook: a `WebhookPing` body), ' +
       'signed and retried like any other. Refused (429) while the endpoint has WEBHOOK_PENDING_PER_ENDPOINT ' +
       'pending deliveries.',
     tags: TAGS,
@@ -452,11 +450,8 @@ export const pingWebhookEndpoint = defineOperation({
   async run(ctx, { id }): Promise<WebhookDelivery> {
     const { pendingPerEndpoint } = settingsOf(ctx);
     const endpoint = await ownEnabledEndpoint(ctx, id);
-    const payload = stringifyJson({
-      type: 'webhook.ping',
-      endpointId: id,
-      timestamp: new Date().toISOString(),
-    });
+    const ping: WebhookPing = { type: 'webhook.ping', endpointId: id, timestamp: new Date().toISOString() };
+    const payload = stringifyJson(ping);
     const delivery = await storeCall(() =>
       ctx.store.deliveries.enqueue(
         { id: newWebhookId(), endpointId: id, url: endpoint.url, event: 'webhook.ping', payload },

@@ -6,6 +6,7 @@ import {
   COMMITTED_PATH,
   checkBreakingChanges,
   DOCUMENT_SERVER_URL,
+  formatChanges,
   formatDocument,
   generatedDocument,
   lastReleased,
@@ -199,6 +200,29 @@ describe('the breaking-change check (Redocly diff against the last released docu
     });
     expect(result).toMatchObject({ breaking: [], problems: [], released: '1.0.0', current: '1.0.0' });
     expect(result.compatible).toBeGreaterThanOrEqual(5);
+  }, 30_000);
+
+  it('reports every change, one line each, rated breaking or compatible', async () => {
+    const result = await check((doc) => {
+      delete doc.paths['/plants'].post.responses['409'];
+      doc.components.schemas.NewPlant.properties.color = { type: 'string' };
+    });
+    const color =
+      'paths › /plants › post › requestBody › content › application/json › schema › properties › color';
+    expect(result.changes).toStrictEqual([
+      { where: color, breaking: false, what: 'Schema added.' },
+      {
+        where: 'paths › /plants › post › responses › 409',
+        breaking: true,
+        what: 'Response `409` was removed.',
+      },
+    ]);
+    expect(formatChanges(result).split('\n')).toStrictEqual([
+      `compatible ${color}: Schema added.`,
+      'breaking   paths › /plants › post › responses › 409: Response `409` was removed.',
+      'openapi.json 1.0.0 against the released 1.0.0: 1 breaking change(s), 1 compatible.',
+      '',
+    ]);
   }, 30_000);
 
   it('passes a breaking change once info.version is raised to the next major, not a minor', async () => {

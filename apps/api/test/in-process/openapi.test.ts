@@ -14,15 +14,31 @@ const run = promisify(execFile);
 const BIN = new URL('../../node_modules/.bin/', import.meta.url).pathname;
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
-type Operation = { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> };
+type Response = {
+  $ref?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema: { $ref?: string } }>;
+};
+type Operation = { responses: Record<string, Response>; parameters?: unknown[] };
 type Document = {
   openapi: string;
   info: { version: string; license: { name: string } };
   security: Record<string, string[]>[];
   paths: Record<string, Record<string, Operation>>;
   webhooks: Record<string, Record<string, Operation & Record<string, unknown>>>;
-  components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
+  components: {
+    schemas: Record<string, unknown>;
+    securitySchemes: Record<string, unknown>;
+    responses?: Record<string, Response>;
+    headers?: Record<string, unknown>;
+  };
 };
+
+/** A response, or the shared one it refers to. */
+function resolve(response: Response): Response {
+  if (response.$ref === undefined) return response;
+  return doc.components.responses![response.$ref.slice('#/components/responses/'.length)]!;
+}
 
 let doc: Document;
 let dir: string;
@@ -98,33 +114,116 @@ describe('GET /openapi.json', () => {
     });
     for (const [status, response] of Object.entries(post.responses)) {
       if (status === '200') continue;
-      expect(response.content!['application/json']!.schema).toEqual({ $ref: '#/components/schemas/Error' });
+      expect(resolve(response).content!['application/json']!.schema).toEqual({
+        $ref: '#/components/schemas/Error',
+      });
     }
   });
 
-  it('declares the new-plant webhook: a signed POST of a NewPlant, answered 200, without bearer auth', () => {
-    expect(Object.keys(doc.webhooks)).toStrictEqual(['/plant/webhook']);
-    const post = doc.webhooks['/plant/webhook']!.post!;
-    expect(Object.keys(doc.webhooks['/plant/webhook']!)).toStrictEqual(['post']);
-    expect(post).toMatchObject({
-      summary: 'Information about a new plant added to the store',
-      security: [],
-      requestBody: {
-        description: 'Plant added to the store',
-        required: true,
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
-      },
+  it('declares on every operation the answers every operation has, with their headers', () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      if (path === '/healthz' || path === '/readyz') continue;
+      for (const [method, operation] of Object.entries(item)) {
+        const where = `${method} ${path}`;
+        for (const status of ['401', '403', '429', '500', '503'])
+          expect({ where, status, declared: status in operation.responses }).toEqual({
+            where,
+            status,
+            declared: true,
+          });
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const headers = Object.keys(resolve(response).headers ?? {});
+          expect({ where, status, headers }).toEqual({
+            where,
+            status,
+            headers: expect.arrayContaining(['X-Request-Id', 'RateLimit', 'RateLimit-Policy']),
+          });
+        }
+        expect(Object.keys(resolve(operation.responses['401']!).headers!)).toContain('WWW-Authenticate');
+        expect(Object.keys(resolve(operation.responses['429']!).headers!)).toContain('Retry-After');
+        expect(operation.parameters).toContainEqual({ $ref: '#/components/parameters/RequestId' });
+      }
+    }
+    expect(doc.components.headers!.RetryAfter).toMatchObject({ required: true });
+    expect(doc.components.responses!.MethodNotAllowed).toMatchObject({
+      headers: { Allow: { $ref: '#/components/headers/Allow' } },
     });
-    expect(Object.keys(post.responses)).toStrictEqual(['200']);
-    const parameters = post.parameters as { in: string; name: string; required: boolean; schema: object }[];
-    expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual([
-      ...['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-event'].map((name) => ({
-        where: 'header',
-        name,
-        required: true,
-      })),
+  });
+
+  it('declares 304 with its ETag on GET /plants/{id}, and Content-Location on the create answer', () => {
+    const get = doc.paths['/plants/{id}']!.get!;
+    expect(get.responses['304']).toEqual({ $ref: '#/components/responses/NotModified' });
+    expect(resolve(get.responses['304']!)).not.toHaveProperty('content');
+    expect(resolve(get.responses['304']!).headers!.ETag).toEqual({ $ref: '#/components/headers/ETag' });
+    expect(doc.paths['/plants']!.get!.responses).not.toHaveProperty('304');
+    expect(doc.paths['/plants']!.post!.responses['200']!.headers!['Content-Location']).toEqual({
+      $ref: '#/components/headers/Content-Location',
+    });
+  });
+
+  it('declares the bounds the server enforces on Idempotency-Key, after and Last-Event-ID', () => {
+    const parameter = (path: string, method: string, name: string) =>
+      (doc.paths[path]![method]!.parameters as { name?: string; schema: Record<string, unknown> }[]).find(
+        (candidate) => candidate.name === name,
+      )!.schema;
+    expect(parameter('/plants', 'post', 'Idempotency-Key')).toMatchObject({ type: 'string', maxLength: 257 });
+    expect(parameter('/plants', 'post', 'Idempotency-Key').pattern).toContain('{1,255}');
+    expect(parameter('/plants/events', 'get', 'after')).toMatchObject({
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+    });
+    expect(parameter('/plants/events', 'get', 'Last-Event-ID')).toMatchObject({
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+    });
+  });
+
+  it('declares a webhook per event type, each with its webhook-event and its body, without bearer auth', () => {
+    expect(Object.keys(doc.webhooks)).toStrictEqual([
+      '/plant/webhook',
+      'plant.updated',
+      'plant.deleted',
+      'webhook.ping',
     ]);
-    expect(parameters[3]!.schema).toMatchObject({ type: 'string', const: 'plant.created' });
+    const bodies = {
+      '/plant/webhook': ['plant.created', 'NewPlant'],
+      'plant.updated': ['plant.updated', 'PlantUpdatedWebhook'],
+      'plant.deleted': ['plant.deleted', 'PlantDeletedWebhook'],
+      'webhook.ping': ['webhook.ping', 'WebhookPing'],
+    };
+    for (const [name, [event, schema]] of Object.entries(bodies)) {
+      expect(Object.keys(doc.webhooks[name]!)).toStrictEqual(['post']);
+      const post = doc.webhooks[name]!.post!;
+      expect(post).toMatchObject({
+        security: [],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
+        },
+      });
+      expect(Object.keys(post.responses)).toStrictEqual(['200']);
+      const parameters = post.parameters as { in: string; name: string; required: boolean; schema: object }[];
+      expect(parameters.map(({ in: where, name, required }) => ({ where, name, required }))).toStrictEqual(
+        ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-event'].map((name) => ({
+          where: 'header',
+          name,
+          required: true,
+        })),
+      );
+      expect(parameters[3]!.schema).toMatchObject({ type: 'string', const: event });
+    }
+    expect(doc.webhooks['/plant/webhook']!.post!.summary).toBe(
+      'Information about a new plant added to the store',
+    );
+    expect(doc.components.schemas.PlantUpdatedWebhook).toMatchObject({
+      required: ['id', 'name', 'version', 'changed'],
+    });
+    expect(doc.components.schemas.PlantDeletedWebhook).toMatchObject({ required: ['id'] });
+    expect(doc.components.schemas.WebhookPing).toMatchObject({
+      required: ['type', 'endpointId', 'timestamp'],
+    });
   });
 
   it('lints with 0 errors under Redocly recommended and spectral:oas', async () => {
