@@ -70,7 +70,8 @@ const machine = {
   memoryGb: Math.round(totalmem() / 2 ** 30),
   node: process.version,
   api: relative(ROOT, API_MAIN),
-  apiCommit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' + changes' : ''}`,
+  // The commit of the checkout the build is in, and whether that checkout has uncommitted changes.
+  apiCommit: `${git('rev-parse', '--short', 'HEAD') ?? 'unknown'}${git('status', '--porcelain', '--untracked-files=no') ? ' + changes' : ''}`,
   loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
 };
 if (machine.loadAverageAtStart[0] > 0.5)

@@ -11,7 +11,7 @@ export function writeChart(report, path) {
   const rows = Object.entries(summary).filter(
     ([name, s]) => s.against !== name && s.runs > 0 && summary[s.against]?.runs > 0,
   );
-  const [left, barWidth, rowHeight, top] = [300, 380, 44, 56];
+  const [left, barWidth, rowHeight, top] = [330, 380, 44, 56];
   const width = left + barWidth + 140;
   const height = top + rows.length * rowHeight + 30;
   // 0–2.1×: a larger ratio (a tRPC batch counts 10 creates a request) is drawn to the edge.

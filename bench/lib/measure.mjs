@@ -17,7 +17,7 @@ import {
   send,
   spawnServer,
 } from './system.mjs';
-import { buildRequest, createsPerRequest, idText, LIST_LIMIT, LIST_TAG, PLANT_NAME } from './workload.mjs';
+import { buildRequest, createsPerRequest, idText, LIST_LIMIT, PLANT_NAME } from './workload.mjs';
 
 /**
  * Runs `runOne(key, round)` for every key, BENCH_RUNS rounds, each round in a rotated order (round 1
@@ -75,12 +75,11 @@ export async function runScenario(settings, name, { round = 0, duration, warmup,
 }
 
 /**
- * One run of `load` against a fresh `kind` server (the api by default) on `dir` (or `databaseUrl`): ids from `idStart`
- * on (`idMode` seq or scattered; with `idModulo` they cycle), `warmup` then `duration` seconds
- * (the settings' by default).
- * `countRows` (default: the SQLite file's plants; null: none) counts what the store holds after;
- * `afterLoad(result)` runs once the load stops, its fields added to the run; `samples` keeps RSS
- * every second.
+ * One run of `load` against a fresh `kind` server (the api by default) on `dir` (or `databaseUrl`):
+ * ids from `idStart` on (`idMode` seq or scattered; with `idModulo` they cycle), `warmup` then
+ * `duration` seconds (the settings' by default). `countRows` (default: the SQLite file's plants;
+ * null: none) counts what the store holds after; `afterLoad(result)` runs once the load stops, its
+ * fields added to the run; `samples` keeps the RSS of every second.
  */
 export async function measureRun(settings, run) {
   const { kind = 'api', load, dir, idMode = 'seq', idStart, afterLoad } = run;
@@ -156,31 +155,22 @@ export async function loadServer(
   };
 }
 
-/** Sends one request of the load and checks that the answer is what the load expects. */
+/**
+ * Sends one request of the load and checks its answer: the expected status, and for a 200 a body
+ * that holds the plants asked for (for a tag page, of that tag only).
+ */
 async function preflight(url, load, ids) {
   const request = buildRequest(load, ids);
   const type = request.body ? { 'content-type': 'application/json' } : {};
   const headers = { authorization: `Bearer ${TOKEN}`, ...type, ...request.headers };
-  const answer = await send(url, { ...request, headers });
-  const fail = (why) => {
-    throw new Error(
-      `check request ${load} ${request.path}: ${why}; HTTP ${answer.status}: ${answer.text.slice(0, 300)}`,
-    );
-  };
-  if (load === 'get-304')
-    return answer.status === 304 && answer.text === '' ? undefined : fail('expected 304');
-  if (answer.status !== 200) fail('expected 200');
-  const body = JSON.parse(answer.text);
-  const isPlant = (plant) => typeof plant?.name === 'string' && plant.name.startsWith(PLANT_NAME);
+  const { status, text } = await send(url, { ...request, headers });
+  const plants = text.split(`"name":"${PLANT_NAME}`).length - 1;
+  const expected = load.startsWith('list') ? LIST_LIMIT : ids.length;
   const ok =
-    load === 'list' || load === 'list-tag'
-      ? body.length === LIST_LIMIT && body.every((p) => isPlant(p) && (load === 'list' || p.tag === LIST_TAG))
-      : load === 'trpc'
-        ? isPlant(body.result?.data?.json)
-        : load === 'trpc-batch'
-          ? body.length === ids.length && body.every((item) => isPlant(item.result?.data?.json))
-          : isPlant(body);
-  if (!ok) fail(`not the answer a ${load} expects`);
+    load === 'get-304'
+      ? status === 304 && text === ''
+      : status === 200 && plants === expected && (load !== 'list-tag' || !/"tag":"(?!t3")/.test(text));
+  if (!ok) throw new Error(`check request ${load} ${request.path}: HTTP ${status}: ${text.slice(0, 300)}`);
 }
 
 /** Lines of warning level or above in the api's log, and the first one. */

@@ -46,3 +46,7 @@ export const target = (what, figure, pass) => ({
   figure,
   result: pass === null || pass === undefined ? 'n/a' : pass ? 'PASS' : 'FAIL',
 });
+
+/** A target that a ratio reach `min`: "what ≥ min×". */
+export const atLeast = (what, value, min) =>
+  target(`${what} ≥ ${min}×`, fmtRatio(value), typeof value === 'number' ? value >= min : null);

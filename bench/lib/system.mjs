@@ -85,8 +85,12 @@ export function setPinning(env) {
             ? 'BENCH_SERVER_CPU equals BENCH_LOAD_CPU'
             : undefined;
   pinning = { enabled: !why, taskset, serverCpu, loadCpu, why };
-  if (pinning.enabled)
-    execFileSync(taskset, ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
+  try {
+    if (pinning.enabled)
+      execFileSync(taskset, ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
+  } catch (error) {
+    pinning = { enabled: false, why: `taskset failed: ${error.message}` };
+  }
   return pinning;
 }
 
@@ -136,6 +140,8 @@ export function send(url, { method = 'GET', path = '/', headers = {}, body } = {
   });
 }
 
+const POOL_SETTINGS = ['DATABASE_POOL_SIZE', 'DATABASE_TIMEOUT_MS'];
+
 export const sleep = (ms) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 
 /**
@@ -157,11 +163,8 @@ export async function spawnServer(kind, { dir, token, databaseUrl, env = {}, fla
       LOG_LEVEL: 'info',
       // The per-token rate limiter stays on (its cost is measured), with a limit no run reaches.
       RATE_LIMIT_MAX: '1000000000',
-      ...Object.fromEntries(
-        ['DATABASE_POOL_SIZE', 'DATABASE_TIMEOUT_MS'].flatMap((k) =>
-          process.env[k] ? [[k, process.env[k]]] : [],
-        ),
-      ),
+      // The developer's PostgreSQL pool tuning, when set.
+      ...Object.fromEntries(POOL_SETTINGS.filter((k) => process.env[k]).map((k) => [k, process.env[k]])),
     }),
     ...env,
   };
