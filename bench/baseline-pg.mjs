@@ -1,25 +1,31 @@
-// The PostgreSQL baseline for `pnpm bench`: a hand-written node:http + `pg` Pool(10) server for the
-// POST /plants contract (bearer auth, exact int64 ids, 400/401/409 as Error bodies), one autocommit
-// `INSERT … ON CONFLICT (id) DO NOTHING` per request, answered after the server's COMMIT (durable
-// with the server's default synchronous_commit = on). What a careful developer writes by hand; the
-// api on PostgreSQL is measured against it.
+// The PostgreSQL bare baseline: node:http + `pg` Pool(10) for the api's create (bearer auth, exact
+// int64 ids, 400/401/409 as Error bodies), one autocommit `INSERT … ON CONFLICT (id) DO NOTHING` per
+// request, answered after the server's COMMIT (durable with the default synchronous_commit = on).
+// What a careful developer writes by hand.
 import { createServer } from 'node:http';
 import pg from 'pg';
-import { readNewPlant, send } from './lib/baseline-http.mjs';
+import { MAX, MIN, readJson, send } from './lib/baseline-http.mjs';
 
-const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 await pool.query('CREATE TABLE IF NOT EXISTS plants (id BIGINT PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
 
 createServer((req, res) => {
-  if (req.method !== 'POST' || req.url !== '/plants')
-    return send(res, 404, { error: 404, message: 'Not found.' });
   if (req.headers.authorization !== `Bearer ${token}`) {
     res.setHeader('www-authenticate', 'Bearer');
     return send(res, 401, { error: 401, message: 'Bad token.' });
   }
-  readNewPlant(req, res, async ({ id, name, tag }) => {
+  if (req.method !== 'POST' || req.url !== '/plants')
+    return send(res, 404, { error: 404, message: 'Not found.' });
+  readJson(req, res, async ({ id, name, tag }) => {
+    if (
+      typeof id !== 'bigint' ||
+      id < MIN ||
+      id > MAX ||
+      typeof name !== 'string' ||
+      (tag !== undefined && typeof tag !== 'string')
+    )
+      return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
     try {
       const { rowCount } = await pool.query({
         name: 'insert',
@@ -32,4 +38,4 @@ createServer((req, res) => {
       send(res, 503, { error: 503, message: 'Unavailable.' });
     }
   });
-}).listen(port, '127.0.0.1');
+}).listen(Number(process.env.PORT ?? 3100), '127.0.0.1');

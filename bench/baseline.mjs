@@ -1,28 +1,25 @@
-// The baseline for `pnpm bench`: the smallest correct node:http + better-sqlite3 server for the
-// POST /plants contract (bearer auth, exact int64 ids, 400/401/409 as Error bodies), with WAL and
-// synchronous=NORMAL, so commits are not fsync'd before the answer, and for the reads
-// GET /plants/{id} (404 when absent) and GET /plants?limit=N (ascending ids, a Link header while
-// more remain), answered by prepared statements and a JSON writer for the one row shape. It marks
-// the ceiling one Node process reaches; the api must come close to it.
+// The bare baseline: the smallest correct node:http + better-sqlite3 server for the api's create,
+// read, page and rename (bearer auth, exact int64 ids, 400/401/404/409 as Error bodies), with WAL and
+// synchronous=NORMAL, so that commits are not fsync'd before the answer; prepared statements and a
+// JSON writer for the one row shape. It marks the ceiling one Node process reaches on one core.
 import { createServer } from 'node:http';
-import { readJson, readNewPlant, send } from './lib/baseline-http.mjs';
-import { idOfPath, openStore, plantJson } from './lib/baseline-sqlite.mjs';
+import Database from 'better-sqlite3';
+import { MAX, MIN, readJson, send } from './lib/baseline-http.mjs';
 
-const port = Number(process.env.PORT ?? 3100);
 const token = process.env.API_TOKENS ?? 'bench-token';
-const { insert, get, list, rename } = openStore(process.env.DATABASE_FILE ?? 'baseline.db');
+const db = new Database(process.env.DATABASE_FILE ?? 'baseline.db');
+db.pragma('journal_mode = WAL');
+db.pragma('synchronous = NORMAL');
+db.exec('CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
+const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING');
+const get = db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').safeIntegers(true);
+const page = db.prepare('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?').safeIntegers(true);
+const rename = db
+  .prepare('UPDATE plants SET name = ? WHERE id = ? RETURNING id, name, tag')
+  .safeIntegers(true);
 
-/** PATCH /plants/{id} with `{"name": …}`: one UPDATE, then the plant as it is now (200), or 404. */
-function patch(req, res) {
-  const { id, status, message } = idOfPath(new URL(req.url, 'http://x').pathname);
-  if (id === undefined) return send(res, status, { error: status, message });
-  readJson(req, res, (body) => {
-    if (typeof body?.name !== 'string') return send(res, 400, { error: 400, message: 'Bad name.' });
-    const row = rename.get(body.name, id);
-    if (row === undefined) return send(res, 404, { error: 404, message: 'No such plant.' });
-    sendJson(res, plantJson(row));
-  });
-}
+const plantJson = (row) =>
+  `{"id":${row.id},"name":${JSON.stringify(row.name)}${row.tag === null ? '' : `,"tag":${JSON.stringify(row.tag)}`}}`;
 
 function sendJson(res, text, headers) {
   res.writeHead(200, {
@@ -33,23 +30,51 @@ function sendJson(res, text, headers) {
   res.end(text);
 }
 
-function read(req, res) {
+/** The id of `/plants/<id>`, or undefined after answering 404 or 400 itself. */
+function idOf(res, pathname) {
+  const id = /^\/plants\/(-?\d{1,19})$/.exec(pathname)?.[1];
+  if (id === undefined) return void send(res, 404, { error: 404, message: 'Not found.' });
+  if (BigInt(id) < MIN || BigInt(id) > MAX) return void send(res, 400, { error: 400, message: 'Bad id.' });
+  return BigInt(id);
+}
+
+function route(req, res) {
+  if (req.method === 'POST' && req.url === '/plants')
+    return readJson(req, res, ({ id, name, tag }) => {
+      if (
+        typeof id !== 'bigint' ||
+        id < MIN ||
+        id > MAX ||
+        typeof name !== 'string' ||
+        (tag !== undefined && typeof tag !== 'string')
+      )
+        return send(res, 400, { error: 400, message: 'Not a NewPlant.' });
+      if (insert.run(id, name, tag ?? null).changes === 0)
+        return send(res, 409, { error: 409, message: 'Exists.' });
+      send(res, 200, tag === undefined ? { name } : { name, tag });
+    });
   const url = new URL(req.url, 'http://x');
-  if (url.pathname === '/plants') {
+  if (req.method === 'GET' && url.pathname === '/plants') {
     const limit = Number(url.searchParams.get('limit') ?? 20);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100)
       return send(res, 400, { error: 400, message: 'Bad limit.' });
-    const rows = list.all(limit + 1);
-    const page = rows.slice(0, limit);
-    const headers =
-      rows.length > limit ? { link: `</plants?limit=${limit}&after=${page[limit - 1].id}>; rel="next"` } : {};
-    return sendJson(res, `[${page.map(plantJson).join(',')}]`, headers);
+    const rows = page.all(limit + 1);
+    const more =
+      rows.length > limit ? { link: `</plants?limit=${limit}&after=${rows[limit - 1].id}>; rel="next"` } : {};
+    return sendJson(res, `[${rows.slice(0, limit).map(plantJson).join(',')}]`, more);
   }
-  const { id, status, message } = idOfPath(url.pathname);
-  if (id === undefined) return send(res, status, { error: status, message });
-  const row = get.get(id);
-  if (row === undefined) return send(res, 404, { error: 404, message: 'No such plant.' });
-  sendJson(res, plantJson(row));
+  const id = idOf(res, url.pathname);
+  if (id === undefined) return;
+  if (req.method === 'GET') {
+    const row = get.get(id);
+    return row ? sendJson(res, plantJson(row)) : send(res, 404, { error: 404, message: 'No such plant.' });
+  }
+  if (req.method !== 'PATCH') return send(res, 405, { error: 405, message: 'Method not allowed.' });
+  readJson(req, res, (body) => {
+    if (typeof body?.name !== 'string') return send(res, 400, { error: 400, message: 'Bad name.' });
+    const row = rename.get(body.name, id);
+    return row ? sendJson(res, plantJson(row)) : send(res, 404, { error: 404, message: 'No such plant.' });
+  });
 }
 
 createServer((req, res) => {
@@ -57,13 +82,5 @@ createServer((req, res) => {
     res.setHeader('www-authenticate', 'Bearer');
     return send(res, 401, { error: 401, message: 'Bad token.' });
   }
-  if (req.method === 'GET' && req.url.startsWith('/plants')) return read(req, res);
-  if (req.method === 'PATCH' && req.url.startsWith('/plants/')) return patch(req, res);
-  if (req.method !== 'POST' || req.url !== '/plants')
-    return send(res, 404, { error: 404, message: 'Not found.' });
-  readNewPlant(req, res, ({ id, name, tag }) => {
-    if (insert.run(id, name, tag ?? null).changes === 0)
-      return send(res, 409, { error: 409, message: 'Exists.' });
-    send(res, 200, tag === undefined ? { name } : { name, tag });
-  });
-}).listen(port, '127.0.0.1');
+  route(req, res);
+}).listen(Number(process.env.PORT ?? 3100), '127.0.0.1');

@@ -1,60 +1,45 @@
-// The event-stream worker of `pnpm bench events`: holds N open `GET /plants/events` streams (SSE)
-// and, when told, sends creates at a fixed rate (open loop) while timing each event's delivery on
-// a sample of the streams. A separate process, pinned to the load core, so reading 1,000 streams
-// costs the harness nothing. Commands arrive as JSON lines on stdin, answers leave as JSON lines on
-// stdout:
+// The event-stream worker of `events`: holds N open `GET /plants/events` streams and, when told,
+// sends creates at a fixed rate (open loop) while timing each event's delivery on a sample of the
+// streams. A process of its own on the load core. Commands arrive as JSON lines on stdin, answers
+// leave as JSON lines on stdout:
 //
-//   {"cmd":"open","url","token","streams","sampleEvery","types"?} → {"event":"open","streams","ms"}
-//     (`types`: `GET /plants/events?types=…`, only those types of event)
-//   {"cmd":"pace","url","token","rate","seconds","idStart"} → {"event":"paced",…figures}
-//   {"cmd":"counts"}                                      → {"event":"counts","events","cut"}
-//   {"cmd":"drop"}                                        → {"event":"dropped"}: every stream closed
-//     by the worker (not counted as cut), the counters back to 0
-//   {"cmd":"close"}                                       → {"event":"closed"}, then exit
+//   node bench/streams.mjs <token>
 //
-// Latency: every create's send time is kept by its plant id (the ids are ours, one counter); a
-// sampled stream reads each event's plant id and `createdAt` from the bytes and records (its
-// arrival − the send time of that plant's create: the figure judged, an upper bound on
-// commit-to-delivery since the commit happens after the send), (arrival − the create's 200 at the client: mostly negative, events tend to
-// arrive first) and (arrival − the event's `createdAt`, the server's commit-time stamp, same
-// machine clock, ms precision). Unsampled streams only count events (`\nid: ` in the raw bytes).
-// The streams are plain sockets, not node:http: at 1,000 streams × 1,000 events/s, node:http's
-// parser and the text decoding were a third of this process's time.
+//   {"cmd":"open","url","streams","types"?}         → {"streams","ms"}
+//   {"cmd":"pace","url","rate","seconds","idStart"} → {"sent","ok",…,"fromCommit","fromSend"}
+//   {"cmd":"counts"}                                → {"events","cut","open"}
+//   {"cmd":"drop"}                                  → {}: every stream closed, counters at 0
+//
+// Every 10th stream is sampled: it reads each event's plant id and `createdAt` from the bytes and records its
+// arrival − `createdAt` (the server's stamp, before the commit; same machine's clock, ms precision)
+// and arrival − the send time of that plant's create. The others only count events (`\nid: ` in
+// the raw bytes). The streams are plain sockets: at 1,000 streams × 1,000 events/s, node:http's
+// parser and text decoding were a third of this process's time.
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 
-const streams = [];
-let totalEvents = 0;
-/** Reads (`data` callbacks) over all streams: the server's writes per stream, coalesced by TCP at most. */
-let totalChunks = 0;
+const ID_LINE = Buffer.from('\nid: ');
+const HEADERS_END = Buffer.from('\r\n\r\n');
+const PLANT_ID = Buffer.from('"plant":{"id":');
+const CREATED_AT = Buffer.from('"createdAt":"');
+const FRAME_END = Buffer.from('\n\n');
+const EMPTY = Buffer.alloc(0);
+const SAMPLE_EVERY = 10;
+const token = process.argv[2];
+
+let streams = [];
+let events = 0;
 let cut = 0;
-/**
- * While pacing: each create's send time and the arrival of its 200 (performance.now() ms), by
- * (plant id − idStart); and each timed delivery on a sampled stream (create index, arrival, and
- * arrival − `createdAt` in wall-clock ms).
- */
+/** While pacing: each create's send time by (plant id − idStart), and the timed deliveries. */
 let paced = null;
 
-function emit(event) {
-  process.stdout.write(`${JSON.stringify(event)}\n`);
-}
-
-/** Wall-clock ms with sub-ms precision, comparable with the server's `createdAt`. */
-const wallNow = () => performance.timeOrigin + performance.now();
-
-/**
- * One stream on a plain TCP socket: the request written by hand and the response read as bytes,
- * so that reading 1,000 streams costs no HTTP parser, no chunked decoding and no text decoding.
- * The server writes whole frames per HTTP chunk, so counting `\nid: ` in the raw bytes counts the
- * events exactly (the chunk-size line before the first frame of a chunk ends in `\r\n` too).
- */
-function openStream(url, token, sampled, types) {
+/** One stream: the request written by hand, the answer read as bytes (the server writes whole frames). */
+function openStream(url, sampled, types) {
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(url);
     const socket = connect({ host: hostname, port: Number(port) });
-    socket.setNoDelay(true);
-    const stream = { socket, sampled, rest: EMPTY, tail: EMPTY, events: 0, open: false };
+    const stream = { socket, sampled, rest: EMPTY, partial: 0, open: false };
     let head = EMPTY;
     socket.on('connect', () =>
       socket.write(
@@ -64,28 +49,21 @@ function openStream(url, token, sampled, types) {
     );
     socket.on('data', (chunk) => {
       if (!stream.open) {
-        // The status line and headers, possibly with the first frames behind them.
-        head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+        head = Buffer.concat([head, chunk]);
         const end = head.indexOf(HEADERS_END);
         if (end === -1) return;
-        if (!head.subarray(0, 13).toString('latin1').startsWith('HTTP/1.1 200')) {
+        if (!head.toString('latin1', 0, 12).startsWith('HTTP/1.1 200')) {
           socket.destroy();
-          reject(new Error(`GET /plants/events answered ${head.subarray(0, 12).toString('latin1')}`));
-          return;
+          return reject(new Error(`GET /plants/events answered ${head.toString('latin1', 0, 12)}`));
         }
         stream.open = true;
         streams.push(stream);
-        resolve(stream);
+        resolve();
         chunk = head.subarray(end + 2);
-        head = EMPTY;
       }
-      totalChunks++;
-      if (sampled) readSampled(stream, chunk);
-      else countEvents(stream, chunk);
+      read(stream, chunk);
     });
-    socket.on('error', (error) => {
-      if (!stream.open) reject(error);
-    });
+    socket.on('error', (error) => (stream.open ? undefined : reject(error)));
     socket.on('close', () => {
       if (stream.open) cut++;
       stream.open = false;
@@ -93,80 +71,49 @@ function openStream(url, token, sampled, types) {
   });
 }
 
-/** Each event has one `id:` line, after the `\n` ending the frame (or chunk-size line) before it. */
-const ID_LINE = Buffer.from('\nid: ');
-const HEADERS_END = Buffer.from('\r\n\r\n');
-const PLANT_ID = Buffer.from('"plant":{"id":');
-const CREATED_AT = Buffer.from('"createdAt":"');
-const FRAME_END = Buffer.from('\n\n');
-const EMPTY = Buffer.alloc(0);
-
-/** Whether an `\nid: ` begins in the last bytes of `tail` and ends in the first of `chunk`. */
-function straddles(tail, chunk) {
-  for (let k = Math.min(tail.length, ID_LINE.length - 1); k >= 1; k--) {
-    let match = chunk.length >= ID_LINE.length - k;
-    for (let i = 0; match && i < k; i++) match = tail[tail.length - k + i] === ID_LINE[i];
-    for (let i = k; match && i < ID_LINE.length; i++) match = chunk[i - k] === ID_LINE[i];
-    if (match) return true;
-  }
-  return false;
-}
-
-/** Counts the events in the raw bytes, without decoding them, across chunk boundaries. */
-function countEvents(stream, chunk) {
-  let n = 0;
-  for (let at = chunk.indexOf(ID_LINE); at !== -1; at = chunk.indexOf(ID_LINE, at + ID_LINE.length)) n++;
-  if (stream.tail.length > 0 && straddles(stream.tail, chunk)) n++;
-  stream.tail = chunk.subarray(Math.max(0, chunk.length - (ID_LINE.length - 1)));
-  stream.events += n;
-  totalEvents += n;
-}
-
-/** The digits of a non-negative integer in `buf` from `at` on, as a number (plant ids here < 2^53). */
-function digitsAt(buf, at) {
-  let value = 0;
-  for (let c = buf[at]; c >= 48 && c <= 57; c = buf[++at]) value = value * 10 + (c - 48);
-  return value;
+/** How many bytes at the end of `buf` begin an `\nid: ` (1–4), or 0. */
+function partialAtEnd(buf) {
+  for (let k = ID_LINE.length - 1; k > 0; k--)
+    if (buf.length >= k && buf.subarray(buf.length - k).equals(ID_LINE.subarray(0, k))) return k;
+  return 0;
 }
 
 /**
- * A timed stream: each whole frame's plant id and `createdAt`, read from the bytes (no JSON.parse:
- * 100 streams × 1,000 events/s of it would be the reader's largest cost). A frame cut by a chunk
- * boundary waits in `rest` for the next chunk.
+ * Counts the whole frames of a chunk; on a sampled stream while pacing, times each one from its
+ * plant id and `createdAt`. A frame cut by the chunk's end waits in `rest`, an `\nid: ` cut by it in
+ * `partial`, so that a chunk is copied only when a frame straddles two.
  */
-function readSampled(stream, chunk) {
+function read(stream, chunk) {
   const now = performance.now();
-  const wall = wallNow();
-  const buf = stream.rest.length === 0 ? chunk : Buffer.concat([stream.rest, chunk]);
+  let buf = chunk;
+  const k = stream.partial;
+  if (stream.rest.length > 0) buf = Buffer.concat([stream.rest, chunk]);
+  else if (k > 0 && chunk.subarray(0, ID_LINE.length - k).equals(ID_LINE.subarray(k)))
+    buf = Buffer.concat([ID_LINE.subarray(0, k), chunk]);
   let at = buf.indexOf(ID_LINE);
-  stream.rest = EMPTY;
   while (at !== -1) {
     const end = buf.indexOf(FRAME_END, at + ID_LINE.length);
-    if (end === -1) {
-      stream.rest = buf.subarray(at);
-      break;
-    }
-    stream.events++;
-    totalEvents++;
-    const next = buf.indexOf(ID_LINE, end);
-    if (paced) {
+    if (end === -1) break;
+    events++;
+    if (stream.sampled && paced) {
       const plant = buf.indexOf(PLANT_ID, at);
       const created = buf.indexOf(CREATED_AT, at);
       if (plant !== -1 && plant < end && created !== -1 && created < end) {
-        const index = digitsAt(buf, plant + PLANT_ID.length) - paced.idStart;
+        const index =
+          Number(buf.toString('latin1', plant + PLANT_ID.length, buf.indexOf(44, plant))) - paced.idStart;
+        const from = created + CREATED_AT.length;
         if (index >= 0 && index < paced.total) {
-          const from = created + CREATED_AT.length;
-          paced.index.push(index);
-          paced.arrived.push(now);
-          paced.fromCommit.push(wall - Date.parse(buf.toString('latin1', from, from + 24)));
+          paced.fromSend.push(now - paced.sentAt[index]);
+          paced.fromCommit.push(
+            performance.timeOrigin + now - Date.parse(buf.toString('latin1', from, from + 24)),
+          );
         }
       }
     }
-    at = next;
+    at = buf.indexOf(ID_LINE, end);
   }
-  // A frame's `\nid: ` itself may be cut: keep the last bytes when no frame is pending.
-  if (stream.rest.length === 0 && buf.length > 0 && buf.lastIndexOf(10) >= buf.length - 4)
-    stream.rest = buf.subarray(buf.lastIndexOf(10));
+  stream.rest = at === -1 ? EMPTY : buf.subarray(at);
+  stream.partial = at === -1 ? partialAtEnd(buf) : 0;
 }
 
 function percentiles(values) {
@@ -174,126 +121,61 @@ function percentiles(values) {
   const sorted = Float64Array.from(values).sort();
   const at = (q) =>
     Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 100) / 100;
-  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
+  return { count: sorted.length, p50: at(0.5), p99: at(0.99), max: at(1) };
 }
 
 /** Creates at `rate`/s for `seconds`, each sent on its schedule whatever the earlier ones do. */
-async function pace({ url, token, rate, seconds, idStart }) {
+async function pace({ url, rate, seconds, idStart }) {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const target = new URL('/plants', url);
   const total = rate * seconds;
-  paced = {
-    idStart,
-    total,
-    sentAt: new Float64Array(total),
-    answeredAt: new Float64Array(total).fill(Number.NaN),
-    index: [],
-    arrived: [],
-    fromCommit: [],
-  };
-  const expectedSampled = total * streams.filter((s) => s.sampled && s.open).length;
-  const tally = { ok: 0, other: 0, errors: 0, lateMax: 0 };
-  let pending = 0;
-  let sent = 0;
+  paced = { idStart, total, sentAt: new Float64Array(total), fromSend: [], fromCommit: [] };
+  const open = streams.filter((s) => s.open);
+  const expectedTimed = total * open.filter((s) => s.sampled).length;
+  const tally = { sent: 0, ok: 0, notOk: 0, pending: 0 };
+  const [eventsBefore, cutBefore] = [events, cut];
   const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const eventsBefore = totalEvents;
-  const chunksBefore = totalChunks;
-  const cutBefore = cut;
   const sendOne = (index) => {
     const body = `{"id":${idStart + index},"name":"Fern","tag":"bench"}`;
     paced.sentAt[index] = performance.now();
-    pending++;
-    const req = request(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: '/plants',
-        method: 'POST',
-        agent,
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => {
-          paced.answeredAt[index] = performance.now();
-          if (res.statusCode === 200) tally.ok++;
-          else tally.other++;
-          pending--;
-        });
-      },
-    );
+    tally.pending++;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const req = request(new URL('/plants', url), { method: 'POST', agent, headers }, (res) => {
+      res.resume().on('end', () => {
+        tally[res.statusCode === 200 ? 'ok' : 'notOk']++;
+        tally.pending--;
+      });
+    });
     req.on('error', () => {
-      tally.errors++;
-      pending--;
+      tally.notOk++;
+      tally.pending--;
     });
     req.end(body);
   };
-  await new Promise((resolve) => {
-    const tick = () => {
-      const now = performance.now();
-      const due = Math.min(total, Math.floor(((now - started) * rate) / 1000) + 1);
-      if (due > sent + 1) tally.lateMax = Math.max(tally.lateMax, ((due - sent - 1) * 1000) / rate);
-      while (sent < due) sendOne(sent++);
-      if (sent >= total) resolve();
-      else setTimeout(tick, 1);
-    };
-    tick();
-  });
-  const sendSeconds = (performance.now() - started) / 1000;
-  // Let the answers and the last events arrive (bounded).
-  const drainUntil = performance.now() + 5_000;
-  while ((pending > 0 || paced.index.length < expectedSampled) && performance.now() < drainUntil)
-    await new Promise((r) => setTimeout(r, 20));
-  const cpu = process.cpuUsage(cpuBefore);
-  const elapsed = (performance.now() - started) / 1000;
-  agent.destroy();
-  const fromSend = [];
-  const fromAnswer = [];
-  /** Latency from send by the second the create was sent in: a start-up tail shows in the first. */
-  const bySecond = Array.from({ length: seconds }, () => []);
-  const commitBySecond = Array.from({ length: seconds }, () => []);
-  for (let i = 0; i < paced.index.length; i++) {
-    fromSend.push(paced.arrived[i] - paced.sentAt[paced.index[i]]);
-    const second = Math.min(seconds - 1, Math.floor(paced.index[i] / rate));
-    bySecond[second].push(fromSend.at(-1));
-    commitBySecond[second].push(paced.fromCommit[i]);
-    const answered = paced.answeredAt[paced.index[i]];
-    if (!Number.isNaN(answered)) fromAnswer.push(paced.arrived[i] - answered);
+  const started = performance.now();
+  while (tally.sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) * rate) / 1000) + 1);
+    while (tally.sent < due) sendOne(tally.sent++);
+    await new Promise((next) => setTimeout(next, 1));
   }
+  const sendSeconds = (performance.now() - started) / 1000;
+  // Let the answers and the last events arrive, for at most 5 s.
+  const until = performance.now() + 5_000;
+  while ((tally.pending > 0 || paced.fromSend.length < expectedTimed) && performance.now() < until)
+    await new Promise((next) => setTimeout(next, 20));
+  const cpu = process.cpuUsage(cpuBefore);
+  agent.destroy();
   const result = {
-    event: 'paced',
-    rate,
-    seconds,
-    sent,
-    sendSeconds: Math.round(sendSeconds * 1000) / 1000,
-    achievedRate: Math.round((sent / sendSeconds) * 10) / 10,
+    sent: tally.sent,
+    rate: Math.round(tally.sent / sendSeconds),
     ok: tally.ok,
-    other: tally.other,
-    errors: tally.errors,
-    pendingAtEnd: pending,
-    maxSendLagMs: Math.round(tally.lateMax * 100) / 100,
-    eventsReceived: totalEvents - eventsBefore,
-    eventsExpected: total * streams.filter((s) => s.open).length,
-    // Events per read on a stream: how much the server coalesced (and TCP joined) per write.
-    eventsPerRead:
-      Math.round(((totalEvents - eventsBefore) / Math.max(1, totalChunks - chunksBefore)) * 10) / 10,
+    notOk: tally.notOk,
+    eventsReceived: events - eventsBefore,
+    eventsExpected: total * open.length,
     streamsCut: cut - cutBefore,
-    sampledStreams: streams.filter((s) => s.sampled).length,
-    sampledEvents: paced.index.length,
-    sampledExpected: expectedSampled,
-    latencyFromSend: percentiles(fromSend),
-    p99FromSendBySecond: bySecond.map((values) => percentiles(values)?.p99 ?? null),
-    // The same from `createdAt`: where the two differ, the time went before the commit.
-    p99FromCommitBySecond: commitBySecond.map((values) => percentiles(values)?.p99 ?? null),
-    // Negative when the event arrived before the create's own answer (the usual case).
-    latencyFromAnswer: percentiles(fromAnswer),
-    latencyFromCommit: percentiles(paced.fromCommit),
-    workerCpu: Math.round(((cpu.user + cpu.system) / 1e6 / elapsed) * 1000) / 1000,
+    fromCommit: percentiles(paced.fromCommit),
+    fromSend: percentiles(paced.fromSend),
+    workerCpu:
+      Math.round(((cpu.user + cpu.system) / 1e6 / ((performance.now() - started) / 1000)) * 100) / 100,
   };
   paced = null;
   return result;
@@ -302,43 +184,36 @@ async function pace({ url, token, rate, seconds, idStart }) {
 async function handle(message) {
   if (message.cmd === 'open') {
     const started = performance.now();
-    const opening = [];
-    for (let i = 0; i < message.streams; i++) {
-      opening.push(openStream(message.url, message.token, i % message.sampleEvery === 0, message.types));
-      // A few at a time, as clients would connect, and so the accept queue never overflows.
-      if (opening.length % 50 === 0) await Promise.all(opening.slice(-50));
+    // 50 at a time, as clients would connect, so that the accept queue never overflows.
+    for (let i = 0; i < message.streams; i += 50) {
+      const batch = Array.from({ length: Math.min(50, message.streams - i) }, (_, k) =>
+        openStream(message.url, (i + k) % SAMPLE_EVERY === 0, message.types),
+      );
+      await Promise.all(batch);
     }
-    await Promise.all(opening);
-    emit({ event: 'open', streams: streams.length, ms: Math.round(performance.now() - started) });
-  } else if (message.cmd === 'pace') {
-    emit(await pace(message));
-  } else if (message.cmd === 'counts') {
-    emit({ event: 'counts', events: totalEvents, cut, open: streams.filter((s) => s.open).length });
-  } else if (message.cmd === 'drop') {
-    for (const stream of streams.splice(0)) {
-      stream.open = false;
-      stream.socket.destroy();
-    }
-    totalEvents = 0;
-    totalChunks = 0;
-    cut = 0;
-    emit({ event: 'dropped' });
-  } else if (message.cmd === 'close') {
+    return { streams: streams.length, ms: Math.round(performance.now() - started) };
+  }
+  if (message.cmd === 'pace') return pace(message);
+  if (message.cmd === 'counts') return { events, cut, open: streams.filter((s) => s.open).length };
+  if (message.cmd === 'drop') {
     for (const stream of streams) {
       stream.open = false;
       stream.socket.destroy();
     }
-    emit({ event: 'closed' });
-    process.exit(0);
+    [streams, events, cut] = [[], 0, 0];
+    return {};
   }
+  throw new Error(`unknown command ${message.cmd}`);
 }
 
-const lines = createInterface({ input: process.stdin });
 let queue = Promise.resolve();
-lines.on('line', (line) => {
-  if (line.trim() === '') return;
-  queue = queue
-    .then(() => handle(JSON.parse(line)))
-    .catch((error) => emit({ event: 'error', message: error.message }));
-});
-lines.on('close', () => process.exit(0));
+createInterface({ input: process.stdin })
+  .on('line', (line) => {
+    queue = queue
+      .then(() => handle(JSON.parse(line)))
+      .then((answer) => process.stdout.write(`${JSON.stringify({ event: 'answer', ...answer })}\n`))
+      .catch((error) =>
+        process.stdout.write(`${JSON.stringify({ event: 'error', message: error.message })}\n`),
+      );
+  })
+  .on('close', () => process.exit(0));

@@ -1,43 +1,52 @@
-// Small statistics for the bench: medians of runs and the RSS trend of the soak.
+// Medians, ratios and roundings of the harness, and the number formats of the report.
+
+const finite = (values) => values.filter((v) => typeof v === 'number' && Number.isFinite(v));
 
 export function median(values) {
-  const sorted = values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+  const sorted = finite(values).sort((a, b) => a - b);
   if (sorted.length === 0) return null;
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-export function max(values) {
-  const finite = values.filter((v) => typeof v === 'number' && Number.isFinite(v));
-  return finite.length === 0 ? null : Math.max(...finite);
-}
+export const max = (values) => (finite(values).length ? Math.max(...finite(values)) : null);
+export const sum = (values) => finite(values).reduce((total, v) => total + v, 0);
+export const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : null);
 
-export function sum(values) {
-  return values.reduce((total, v) => total + (typeof v === 'number' && Number.isFinite(v) ? v : 0), 0);
-}
-
-/** Least-squares slope of y over x; null with fewer than 3 points. */
-export function slope(points) {
-  if (points.length < 3) return null;
-  const n = points.length;
-  const mx = points.reduce((s, p) => s + p.x, 0) / n;
-  const my = points.reduce((s, p) => s + p.y, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (const p of points) {
-    num += (p.x - mx) * (p.y - my);
-    den += (p.x - mx) ** 2;
-  }
-  return den === 0 ? null : num / den;
-}
-
-export function ratio(a, b) {
-  return typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : null;
-}
-
-/** Rotates a list by `by` places, so interleaved rounds do not always run scenarios in one order. */
+/** The list rotated by `by` places, so that interleaved rounds do not always run in one order. */
 export function rotate(list, by) {
-  if (list.length === 0) return list;
-  const k = by % list.length;
+  const k = list.length === 0 ? 0 : by % list.length;
   return [...list.slice(k), ...list.slice(0, k)];
 }
+
+const rounder = (scale) => (v) =>
+  typeof v === 'number' && Number.isFinite(v) ? Math.round(v * scale) / scale : null;
+export const round1 = rounder(10);
+export const round2 = rounder(100);
+
+const known = (v) => typeof v === 'number' && Number.isFinite(v);
+export const fmtInt = (v) => (known(v) ? Math.round(v).toLocaleString('en-US') : 'n/a');
+export const fmtMs = (v) => (known(v) ? v.toFixed(2) : 'n/a');
+export const fmtRatio = (v) => (known(v) ? `${v.toFixed(2)}×` : 'n/a');
+export const fmtNum = (v) => (known(v) ? String(v) : 'n/a');
+export const fmtPct = (v) => (known(v) ? `${Math.round(v * 100)}%` : 'n/a');
+/** 100000 → "100k", 1000000 → "1M". */
+export const fmtCount = (n) =>
+  n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : String(n);
+
+/** A Markdown table. */
+export function table(head, rows) {
+  const line = (cells) => `| ${cells.map((cell) => String(cell ?? '').replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line), ''].join('\n');
+}
+
+/** A target of the report: PASS, FAIL, or n/a when `pass` is null. */
+export const target = (what, figure, pass) => ({
+  target: what,
+  figure,
+  result: pass === null || pass === undefined ? 'n/a' : pass ? 'PASS' : 'FAIL',
+});
+
+/** A target that a ratio reach `min`: "what ≥ min×". */
+export const atLeast = (what, value, min) =>
+  target(`${what} ≥ ${min}×`, fmtRatio(value), typeof value === 'number' ? value >= min : null);

@@ -1,5 +1,6 @@
-// Processes for the bench: pinned spawning, the servers under test, the load worker, /proc sampling,
-// loopback HTTP, and cleaning every child and temporary directory up on exit or ctrl-c.
+// Processes for the bench: the servers under test and the workers, pinned to their cores with
+// taskset; loopback HTTP; /proc sampling; every child and temporary directory removed on exit or
+// ctrl-c.
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -10,50 +11,27 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** The api build the bench runs; BENCH_API_MAIN names another (an earlier commit's worktree) to compare two. */
-export const API_MAIN = process.env.BENCH_API_MAIN
-  ? resolve(process.env.BENCH_API_MAIN)
-  : join(ROOT, 'apps/api/dist/main.js');
-
-/**
- * The node flags `pnpm start` runs the api with (its heap sizing), read from apps/api's start
- * script, so the bench measures the process users run.
- */
+/** The api build the bench runs; BENCH_API_MAIN names another (say, an earlier commit's worktree). */
+export const API_MAIN = resolve(process.env.BENCH_API_MAIN || join(ROOT, 'apps/api/dist/main.js'));
+/** The node flags of `pnpm start` (its heap sizing), read from apps/api's start script. */
 export const API_NODE_FLAGS = (() => {
   const { scripts } = JSON.parse(readFileSync(join(ROOT, 'apps/api/package.json'), 'utf8'));
-  return (/\bnode ((?:--\S+ )*)dist\/main\.js/.exec(scripts.start)?.[1] ?? '')
-    .trim()
-    .split(/\s+/)
-    .filter(Boolean);
+  return (/\bnode ((?:--\S+ )*)dist\/main\.js/.exec(scripts.start)?.[1] ?? '').split(' ').filter(Boolean);
 })();
 /** The `plants` command as users run it (bin/plants.js loads the built dist/cli.js). */
 export const CLI = join(ROOT, 'packages/client/bin/plants.js');
 export const CLI_MAIN = join(ROOT, 'packages/client/dist/cli.js');
-export const BASELINE = join(ROOT, 'bench/baseline.mjs');
-export const BASELINE_PG = join(ROOT, 'bench/baseline-pg.mjs');
-export const KOA_FLOOR = join(ROOT, 'bench/koa-floor.mjs');
-export const RECEIVER = join(ROOT, 'bench/receiver.mjs');
-export const OTLP_RECEIVER = join(ROOT, 'bench/otlp-receiver.mjs');
-export const LOAD = join(ROOT, 'bench/load.mjs');
-export const STREAMS = join(ROOT, 'bench/streams.mjs');
 export const HOST = '127.0.0.1';
+const SCRIPTS = {
+  baseline: join(ROOT, 'bench/baseline.mjs'),
+  'baseline-pg': join(ROOT, 'bench/baseline-pg.mjs'),
+  receiver: join(ROOT, 'bench/receiver.mjs'),
+};
 
-// ---------------------------------------------------------------------------------------------
-// Children and temporary directories: all tracked, all removed on exit, ctrl-c or a crash.
-
+// Children and temporary directories: tracked, and removed on exit, ctrl-c or a crash.
 const children = new Set();
 const tempDirs = new Set();
 let keepDirs = false;
-
-export function keepTemporaryDirectories(keep) {
-  keepDirs = keep;
-}
-
-function track(child) {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
 
 export function makeTempDir(prefix, base = tmpdir()) {
   const dir = mkdtempSync(join(resolve(base), `plant-store-bench-${prefix}-`));
@@ -68,87 +46,69 @@ export function removeTempDir(dir) {
 }
 
 function killEverything() {
-  for (const child of children) {
-    try {
-      child.kill('SIGKILL');
-    } catch {}
-  }
+  for (const child of children) child.kill('SIGKILL');
   if (!keepDirs) for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 }
 
-let installed = false;
-export function installCleanup() {
-  if (installed) return;
-  installed = true;
+/** Cleans up on exit and on a signal; `keep`: leave the data directories (and logs) behind. */
+export function installCleanup(keep) {
+  keepDirs = keep;
   process.on('exit', killEverything);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => {
-      process.stderr.write(`\n${signal}: stopping ${children.size} child process(es) and cleaning up\n`);
+      process.stderr.write(`\n${signal}: stopping ${children.size} child process(es)\n`);
       killEverything();
       process.exit(130);
     });
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// CPU pinning with taskset.
+// Pinning: the server on one core, the load generator, the workers and this harness on another.
+let pinning = { enabled: false };
 
-export function tasksetPath() {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    const candidate = join(dir || '.', 'taskset');
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
-
-/**
- * How the bench pins processes: the server to one core, the load generator (and this harness,
- * which mostly waits) to another. Off when taskset is missing, fewer than 2 cores, or BENCH_PIN=0.
- */
-export function pinningPlan(env) {
-  const taskset = tasksetPath();
-  const cores = cpus().length;
+/** Pins as BENCH_PIN, BENCH_SERVER_CPU and BENCH_LOAD_CPU say; returns the plan, with `why` when off. */
+export function setPinning(env) {
+  const taskset = (env.PATH ?? '')
+    .split(':')
+    .map((dir) => join(dir || '.', 'taskset'))
+    .find(existsSync);
   const serverCpu = Number(env.BENCH_SERVER_CPU ?? 0);
   const loadCpu = Number(env.BENCH_LOAD_CPU ?? 1);
-  const wanted = env.BENCH_PIN !== '0';
-  const enabled = wanted && taskset !== undefined && cores >= 2 && serverCpu !== loadCpu;
-  const why = !wanted
-    ? 'BENCH_PIN=0'
-    : taskset === undefined
-      ? 'taskset not found'
-      : cores < 2
-        ? 'fewer than 2 cores'
-        : serverCpu === loadCpu
-          ? 'BENCH_SERVER_CPU equals BENCH_LOAD_CPU'
-          : undefined;
-  return { enabled, taskset, serverCpu, loadCpu, why };
-}
-
-let pinning = { enabled: false };
-export function setPinning(plan) {
-  pinning = plan;
-  if (plan.enabled) {
-    // The harness itself (HTTP polling in the cold-start bench, /proc sampling) stays off the
-    // server's core.
-    try {
-      execFileSync(plan.taskset, ['-a', '-p', '-c', String(plan.loadCpu), String(process.pid)], {
-        stdio: 'ignore',
-      });
-    } catch {}
+  const why =
+    env.BENCH_PIN === '0'
+      ? 'BENCH_PIN=0'
+      : !taskset
+        ? 'taskset not found'
+        : cpus().length < 2
+          ? 'fewer than 2 cores'
+          : serverCpu === loadCpu
+            ? 'BENCH_SERVER_CPU equals BENCH_LOAD_CPU'
+            : undefined;
+  pinning = { enabled: !why, taskset, serverCpu, loadCpu, why };
+  try {
+    if (pinning.enabled)
+      execFileSync(taskset, ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
+  } catch (error) {
+    pinning = { enabled: false, why: `taskset failed: ${error.message}` };
   }
+  return pinning;
 }
 
-/** Spawns `node <args>` pinned to `cpu` when pinning is on; the child's pid is node's (taskset execs). */
+/** `node <args>` pinned to `cpu` ('server' or 'load'); the child's pid is node's (taskset execs). */
 function spawnNode(cpu, args, options) {
-  if (cpu === 'load') cpu = pinning.loadCpu;
-  if (pinning.enabled) {
-    return track(spawn(pinning.taskset, ['-c', String(cpu), process.execPath, ...args], options));
-  }
-  return track(spawn(process.execPath, args, options));
+  const core = cpu === 'server' ? pinning.serverCpu : pinning.loadCpu;
+  const child = pinning.enabled
+    ? spawn(pinning.taskset, ['-c', String(core), process.execPath, ...args], options)
+    : spawn(process.execPath, args, options);
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  child.stderrTail = () => stderr.trim();
+  return child;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Loopback HTTP.
 
 export function freePort() {
   return new Promise((resolvePort, reject) => {
@@ -161,116 +121,63 @@ export function freePort() {
   });
 }
 
-/** One request on a fresh connection. Resolves with status and text; rejects on a socket error. */
+/** One request on a fresh connection: resolves with status and text, rejects on a socket error. */
 export function send(url, { method = 'GET', path = '/', headers = {}, body } = {}, timeoutMs = 10_000) {
   return new Promise((resolveAnswer, reject) => {
     const target = new URL(path, url);
-    const req = httpRequest(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: `${target.pathname}${target.search}`,
-        method,
-        agent: false,
-        headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) },
-      },
-      (res) => {
-        const chunks = [];
-        res.on('data', (chunk) => chunks.push(chunk));
-        res.on('end', () =>
-          resolveAnswer({
-            status: res.statusCode,
-            headers: res.headers,
-            text: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
+    const length = body === undefined ? {} : { 'content-length': Buffer.byteLength(body) };
+    const req = httpRequest(target, { method, agent: false, headers: { ...headers, ...length } }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('end', () =>
+        resolveAnswer({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.on('error', reject);
+    });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', reject);
     req.end(body);
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// Servers under test.
+const POOL_SETTINGS = ['DATABASE_POOL_SIZE', 'DATABASE_TIMEOUT_MS'];
 
-function pick(env, names) {
-  return Object.fromEntries(names.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]));
-}
+export const sleep = (ms) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 
 /**
- * The environment of each server kind. `api`: the built api in production mode with logging on at
- * the default level; `databaseUrl` is `file:<path>` (SQLite) or `postgres://…`.
+ * Spawns a server on the server core (the receiver on the load core): `api` is the built api in
+ * production mode on `databaseUrl` (default a SQLite file in `dir`), its log in `<dir>/api.log`.
+ * Call `ready()` to wait until it answers HTTP, `stop()` to end it.
  */
-function serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv = {} }) {
-  const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir };
-  if (kind === 'api') {
-    return {
-      script: API_MAIN,
-      flags: API_NODE_FLAGS,
-      env: {
-        ...base,
-        NODE_ENV: 'production',
-        PORT: String(port),
-        HOST,
-        DATABASE_URL: databaseUrl ?? `file:${join(dir, 'plants.db')}`,
-        API_TOKENS: token,
-        LOG_LEVEL: 'info',
-        // The per-token rate limiter stays on (its cost is measured), with a limit no run reaches.
-        RATE_LIMIT_MAX: '1000000000',
-        // PostgreSQL pool tuning, when the developer sets it for the bench.
-        ...pick(process.env, ['DATABASE_POOL_SIZE', 'DATABASE_TIMEOUT_MS']),
-        ...extraEnv,
-      },
-    };
-  }
-  if (kind === 'baseline-pg') {
-    return {
-      script: BASELINE_PG,
-      env: { ...base, PORT: String(port), API_TOKENS: token, DATABASE_URL: databaseUrl },
-    };
-  }
-  if (kind === 'receiver') return { script: RECEIVER, env: { ...base, PORT: String(port) } };
-  if (kind === 'otlp-receiver') return { script: OTLP_RECEIVER, env: { ...base, PORT: String(port) } };
-  if (kind === 'baseline' || kind === 'baseline-koa') {
-    return {
-      script: kind === 'baseline' ? BASELINE : KOA_FLOOR,
-      env: {
-        ...base,
-        PORT: String(port),
-        API_TOKENS: token,
-        DATABASE_FILE: join(dir, 'plants.db'),
-        ...extraEnv,
-      },
-    };
-  }
-  throw new Error(`unknown server kind ${kind}`);
-}
-
-/**
- * Spawns a server pinned to the server core, stdout (the api's JSON log lines) to `<dir>/<kind>.log`
- * or nowhere. Resolves once it is spawned; call `ready()` to wait until it answers HTTP.
- */
-export async function spawnServer(
-  kind,
-  { dir, token, databaseUrl, logToFile = true, port, env: extraEnv, flags: extraFlags = [], cpu },
-) {
-  port ??= await freePort();
-  const { script, env, flags = [] } = serverCommand(kind, { port, token, dir, databaseUrl, env: extraEnv });
-  const logFile = logToFile ? join(dir, `${kind}.log`) : undefined;
+export async function spawnServer(kind, { dir, token, databaseUrl, env = {}, flags = [], log = true }) {
+  const port = await freePort();
+  const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, PORT: String(port), HOST };
+  const api = kind === 'api';
+  const childEnv = {
+    ...base,
+    API_TOKENS: token,
+    DATABASE_URL: databaseUrl ?? (api ? `file:${join(dir, 'plants.db')}` : undefined),
+    DATABASE_FILE: join(dir, 'plants.db'),
+    ...(api && {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      // The per-token rate limiter stays on (its cost is measured), with a limit no run reaches.
+      RATE_LIMIT_MAX: '1000000000',
+      // The developer's PostgreSQL pool tuning, when set.
+      ...Object.fromEntries(POOL_SETTINGS.filter((k) => process.env[k]).map((k) => [k, process.env[k]])),
+    }),
+    ...env,
+  };
+  for (const key of Object.keys(childEnv)) if (childEnv[key] === undefined) delete childEnv[key];
+  const logFile = api && log ? join(dir, 'api.log') : undefined;
   const out = logFile ? openSync(logFile, 'a') : 'ignore';
-  const child = spawnNode(cpu ?? pinning.serverCpu, [...flags, ...extraFlags, script], {
-    env,
+  const args = api ? [...API_NODE_FLAGS, ...flags, API_MAIN] : [SCRIPTS[kind]];
+  const child = spawnNode(kind === 'receiver' ? 'load' : 'server', args, {
+    env: childEnv,
     stdio: ['ignore', out, 'pipe'],
     cwd: dir,
   });
-  if (typeof out === 'number') closeSync(out);
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr = (stderr + chunk).slice(-4000);
-  });
+  if (logFile) closeSync(out);
   let exit;
   const exited = new Promise((resolveExit) =>
     child.once('exit', (code, signal) => {
@@ -280,238 +187,158 @@ export async function spawnServer(
   );
   const url = `http://${HOST}:${port}`;
   return {
-    kind,
-    child,
     pid: child.pid,
-    port,
     url,
     logFile,
-    stderr: () => stderr,
     exited: () => exit,
-    /** Resolves when the server answers any HTTP request. */
+    stderr: child.stderrTail,
     async ready(timeoutMs = 30_000) {
       const deadline = performance.now() + timeoutMs;
       for (;;) {
-        if (exit)
-          throw new Error(`${kind} exited (${exit.code ?? exit.signal}) before answering: ${stderr.trim()}`);
+        if (exit) throw new Error(`${kind} exited (${exit.code ?? exit.signal}): ${child.stderrTail()}`);
         try {
-          await send(url, { method: 'GET', path: '/' }, 2000);
-          return;
+          return await send(url, {}, 2000);
         } catch {}
-        if (performance.now() > deadline)
-          throw new Error(`${kind} did not answer within ${timeoutMs} ms: ${stderr.trim()}`);
+        if (performance.now() > deadline) throw new Error(`${kind} did not answer within ${timeoutMs} ms`);
         await sleep(5);
       }
     },
-    /** SIGTERM, then SIGKILL after `graceMs`; resolves with how it exited. */
-    async stop(graceMs = 15_000) {
+    /** SIGTERM, then SIGKILL after 15 s; resolves with how it exited. */
+    async stop() {
       if (exit) return exit;
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      const result = await exited;
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
       clearTimeout(timer);
-      return result;
+      return exit;
     },
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// The load worker.
-
-/** Calls `onLine` with each non-empty line of `stream`, parsed as JSON. */
-function onJsonLines(stream, onLine) {
-  createInterface({ input: stream }).on('line', (line) => {
-    if (line.trim() !== '') onLine(JSON.parse(line));
+/**
+ * A worker, a script of bench/ on the load core that speaks JSON lines: `send(message)` writes one
+ * to its stdin, `next(timeoutMs)` resolves with the next it writes (rejects once it has exited).
+ */
+export function startWorker(script, args = []) {
+  const child = spawnNode('load', [join(ROOT, 'bench', script), ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
+  const queue = [];
+  const waiting = [];
+  let ended;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const message = JSON.parse(line);
+    if (waiting.length > 0) waiting.shift().resolve(message);
+    else queue.push(message);
+  });
+  child.once('exit', (code, signal) => {
+    ended = new Error(`${script} exited (${code ?? signal}): ${child.stderrTail()}`);
+    for (const w of waiting.splice(0)) w.reject(ended);
+  });
+  return {
+    send: (message) => child.stdin.write(`${JSON.stringify(message)}\n`),
+    next(timeoutMs) {
+      if (queue.length > 0) return Promise.resolve(queue.shift());
+      if (ended) return Promise.reject(ended);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        const settle = (f) => (value) => {
+          clearTimeout(timer);
+          f(value);
+        };
+        waiting.push({ resolve: settle(resolve), reject: settle(reject) });
+      });
+    },
+    stop: () => child.kill('SIGKILL'),
+  };
+}
+
+/** Runs bench/load.mjs with `config`; `onMeasuring` is called when its warm-up is over. */
+export async function runLoad(config, { onMeasuring }) {
+  const worker = startWorker('load.mjs', [JSON.stringify(config)]);
+  const limit = (config.warmup + config.duration + 60) * 1000;
+  try {
+    await worker.next(limit);
+    onMeasuring();
+    return (await worker.next(limit)).result;
+  } finally {
+    worker.stop();
+  }
 }
 
 /**
- * Runs bench/load.mjs pinned to the load core. `onMeasuring` is called when the warm-up is over.
- * Resolves with the worker's result object.
+ * Runs the `plants` command on the load core with only PATH, HOME and `env` in its environment;
+ * `stdout`: 'pipe' (collected) or a file descriptor. Resolves with its exit code, wall seconds,
+ * stdout, stderr and CPU seconds (read from /proc every 100 ms, so up to 100 ms short).
  */
-export function runLoad(config, { onMeasuring } = {}) {
-  return new Promise((resolveResult, reject) => {
-    const child = spawnNode(pinning.loadCpu, [LOAD, JSON.stringify(config)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      cwd: ROOT,
-    });
-    let stderr = '';
-    let result;
-    onJsonLines(child.stdout, (event) => {
-      if (event.event === 'measuring') onMeasuring?.();
-      else if (event.event === 'done') result = event.result;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr = (stderr + chunk).slice(-4000);
-    });
-    const limit = (config.warmup + config.duration + 60) * 1000;
-    const timer = setTimeout(() => child.kill('SIGKILL'), limit);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (result && code === 0) resolveResult(result);
-      else reject(new Error(`load generator exited (${code ?? signal}): ${stderr.trim()}`));
-    });
-  });
-}
-
-/**
- * Runs the `plants` command with `args`, pinned to the load core like the load generator, with
- * only PATH, HOME and `env` in its environment; `stdout` is 'pipe' (collected) or a file
- * descriptor. Resolves when it exits with its exit status, wall seconds, the stderr tail, the
- * collected stdout and its CPU seconds, read from /proc every 100 ms while it runs (so up to
- * 100 ms short; null where there is no /proc).
- */
-export function runCli(args, { env, stdout = 'pipe', timeoutMs = 600_000 }) {
+export function runCli(args, { env, stdout = 'pipe', timeoutMs }) {
   return new Promise((resolveRun, reject) => {
     const started = performance.now();
-    const child = spawnNode(pinning.loadCpu, [CLI, ...args], {
+    const child = spawnNode('load', [CLI, ...args], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...env },
       stdio: ['ignore', stdout, 'pipe'],
-      cwd: ROOT,
     });
     let out = '';
     child.stdout?.setEncoding('utf8').on('data', (chunk) => {
       out += chunk;
     });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr = (stderr + chunk).slice(-4000);
-    });
     let cpuSeconds = null;
-    const sample = () => {
-      const stats = processStats(child.pid);
-      if (stats && Number.isFinite(stats.cpuSeconds)) cpuSeconds = stats.cpuSeconds;
-    };
-    const sampler = setInterval(sample, 100);
+    const sampler = setInterval(() => {
+      cpuSeconds = processStats(child.pid)?.cpuSeconds ?? cpuSeconds;
+    }, 100);
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('error', (error) => {
+    const done = () => {
       clearInterval(sampler);
       clearTimeout(timer);
+    };
+    child.once('error', (error) => {
+      done();
       reject(error);
     });
-    // 'close': the process has exited and its stdout and stderr are read to the end.
     child.once('close', (code, signal) => {
-      clearInterval(sampler);
-      clearTimeout(timer);
-      resolveRun({
-        code,
-        signal,
-        seconds: (performance.now() - started) / 1000,
-        stdout: out,
-        stderr: stderr.trim(),
-        cpuSeconds,
-      });
+      done();
+      const seconds = (performance.now() - started) / 1000;
+      resolveRun({ code: code ?? signal, seconds, stdout: out, stderr: child.stderrTail(), cpuSeconds });
     });
   });
 }
 
-/**
- * Starts bench/streams.mjs (open SSE streams, paced creates) pinned to the load core. `ask(message)`
- * sends one command and resolves with its answer (rejects on an error answer, an exit, or after
- * `timeoutMs`); `stop()` ends it.
- */
-export function startStreamsWorker({ profileDir } = {}) {
-  const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawnNode(pinning.loadCpu, [...flags, STREAMS], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    cwd: ROOT,
-  });
-  let stderr = '';
-  let waiting;
-  onJsonLines(child.stdout, (answer) => {
-    const settle = waiting;
-    waiting = undefined;
-    if (answer.event === 'error') settle?.reject(new Error(`streams worker: ${answer.message}`));
-    else settle?.resolve(answer);
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr = (stderr + chunk).slice(-4000);
-  });
-  const exited = new Promise((resolveExit) =>
-    child.once('exit', (code, signal) => {
-      waiting?.reject(new Error(`streams worker exited (${code ?? signal}): ${stderr.trim()}`));
-      waiting = undefined;
-      resolveExit();
-    }),
-  );
-  return {
-    pid: child.pid,
-    exited,
-    ask(message, timeoutMs = 120_000) {
-      return new Promise((resolveAnswer, reject) => {
-        const timer = setTimeout(() => {
-          waiting = undefined;
-          reject(new Error(`streams worker: no answer to ${message.cmd} within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiting = {
-          resolve: (answer) => {
-            clearTimeout(timer);
-            resolveAnswer(answer);
-          },
-          reject: (error) => {
-            clearTimeout(timer);
-            reject(error);
-          },
-        };
-        child.stdin.write(`${JSON.stringify(message)}\n`);
-      });
-    },
-    stop() {
-      child.kill('SIGKILL');
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// /proc sampling.
-
-let clockTicks;
-function ticksPerSecond() {
-  if (clockTicks === undefined) {
-    try {
-      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clockTicks = 100;
-    }
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
   }
-  return clockTicks;
-}
+})();
 
-/** RSS, peak RSS (VmHWM) in kB and CPU seconds so far of a live process; undefined when unknown. */
+/** RSS and peak RSS (VmHWM) in MiB and CPU seconds so far of a live process; undefined without /proc. */
 export function processStats(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+    const mib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) / 1024;
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start at field 3; utime, stime are 14, 15.
+    // The fields after the command name (which may hold spaces); utime and stime are 14 and 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
-    return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM'), cpuSeconds };
+    return {
+      rssMb: mib('VmRSS'),
+      peakMb: mib('VmHWM'),
+      cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS,
+    };
   } catch {
-    // No /proc (macOS): ps gives the RSS, not the peak nor CPU.
-    try {
-      const rssKb = Number(
-        execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim(),
-      );
-      return Number.isFinite(rssKb) && rssKb > 0
-        ? { rssKb, hwmKb: Number.NaN, cpuSeconds: Number.NaN }
-        : undefined;
-    } catch {
-      return undefined;
-    }
+    return undefined;
   }
 }
 
-/** Samples a process's RSS every `everyMs`; `stop()` returns the samples and the peak. */
+/** Samples a process's RSS every `everyMs`; `stop()` returns the samples ({t: s, mb}) and the peak. */
 export function sampleMemory(pid, everyMs) {
   const started = performance.now();
   const samples = [];
-  let peakKb = 0;
+  let peakMb = 0;
   const take = () => {
     const stats = processStats(pid);
     if (!stats) return;
-    samples.push({ t: Math.round(performance.now() - started) / 1000, rssKb: stats.rssKb });
-    peakKb = Math.max(peakKb, stats.rssKb, Number.isFinite(stats.hwmKb) ? stats.hwmKb : 0);
+    samples.push({ t: (performance.now() - started) / 1000, mb: stats.rssMb });
+    peakMb = Math.max(peakMb, stats.rssMb, stats.peakMb);
   };
   take();
   const timer = setInterval(take, everyMs);
@@ -519,31 +346,7 @@ export function sampleMemory(pid, everyMs) {
     stop() {
       take();
       clearInterval(timer);
-      return { samples, peakKb };
+      return { samples, peakMb };
     },
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-
-export function sleep(ms) {
-  return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
-}
-
-/** The file system type a path lives on (from /proc/mounts), e.g. ext4 or tmpfs. */
-export function fileSystemOf(path) {
-  try {
-    const target = resolve(path);
-    let best = { mount: '', type: undefined };
-    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
-      const [, mount, type] = line.split(' ');
-      if (!mount) continue;
-      const prefix = mount.endsWith('/') ? mount : `${mount}/`;
-      if ((target === mount || target.startsWith(prefix)) && mount.length >= best.mount.length)
-        best = { mount, type };
-    }
-    return best.type;
-  } catch {
-    return undefined;
-  }
 }
