@@ -12,6 +12,7 @@ import {
   enableEndpoint,
   listEndpoints,
   listFailedDeliveries,
+  type Outcome,
 } from './webhooks/cli.ts';
 
 export const USAGE = `Usage: main.js [command]
@@ -23,17 +24,21 @@ export const USAGE = `Usage: main.js [command]
                                              api-token-… names and generated are reserved for
                                              configured tokens
   token list                                 list issued tokens (never their secrets)
-  token revoke --name NAME                   revoke a token and disable its webhook endpoints (every
-                                             instance stops accepting it within TOKEN_REFRESH_MS)
+  token revoke --name NAME...                revoke tokens and disable their webhook endpoints (every
+                                             instance stops accepting them within TOKEN_REFRESH_MS)
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
   webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
                                              with pending and failed counts; never their secrets
-  webhooks disable --id ID                   disable an endpoint: nothing more is sent to it, its
+  webhooks disable --id ID...                disable endpoints: nothing more is sent to them, their
                                              pending deliveries fail
-  webhooks enable --id ID                    enable a disabled endpoint again (it is delivered to
+  webhooks enable --id ID...                 enable disabled endpoints again (each is delivered to
                                              only while its token is active with the read scope)
-  webhooks delete --id ID                    delete an endpoint and its deliveries
+  webhooks delete --id ID...                 delete endpoints and their deliveries
   help, --help, -h                           show this help
+
+Options that name what to act on (revoke's --name, --id) or a list (--scope) may be repeated:
+every value is acted on in turn, each reported on its own line, and the exit status is 1 if any
+failed. Any other option given twice is refused (exit 2), and so is a bad value: nothing is done.
 
 Configuration comes from the environment (DATABASE_URL, API_TOKENS, …): see the README.
 Exit status: 0 done, 1 failed (e.g. the store is unreachable), 2 bad configuration or usage.`;
@@ -57,7 +62,10 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
     return 0;
   }
   if (command === 'token' && sub === 'create') return withStore(config, (store) => createToken(store, args));
-  if (command === 'token' && sub === 'list') return withStore(config, listTokens);
+  if (command === 'token' && sub === 'list') {
+    parse(args, {});
+    return withStore(config, listTokens);
+  }
   if (command === 'token' && sub === 'revoke') return withStore(config, (store) => revokeToken(store, args));
   if (command === 'webhooks' && sub === 'failed') {
     const { limit } = parse(args, { limit: { type: 'string', default: '100' } });
@@ -79,17 +87,13 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
     });
   }
   if (command === 'webhooks' && (sub === 'disable' || sub === 'enable' || sub === 'delete')) {
-    const { id } = parse(args, { id: { type: 'string' } });
-    if (typeof id !== 'string') throw new UsageError('--id is required');
-    if (!/^we_[0-9a-f]{24}$/.test(id)) {
-      throw new UsageError('--id must be a webhook endpoint id (we_ and 24 hex digits)');
+    const ids = named(parse(args, { id: { type: 'string', multiple: true } }).id, '--id');
+    const bad = ids.find((id) => !/^we_[0-9a-f]{24}$/.test(id));
+    if (bad !== undefined) {
+      throw new UsageError(`--id must be a webhook endpoint id (we_ and 24 hex digits): "${bad}"`);
     }
     const change = { disable: disableEndpoint, enable: enableEndpoint, delete: deleteEndpoint }[sub];
-    return withStore(config, async (store) => {
-      const { message, code } = await change(store, id);
-      process.stderr.write(`${message}\n`);
-      return code;
-    });
+    return withStore(config, (store) => eachIn(ids, (id) => change(store, id)));
   }
   throw new UsageError(`Unknown command "${[command, sub, ...args].filter(Boolean).join(' ')}"`);
 }
@@ -138,18 +142,37 @@ async function listTokens(store: PlantStore): Promise<number> {
 }
 
 async function revokeToken(store: PlantStore, args: string[]): Promise<number> {
-  const { name } = parse(args, { name: { type: 'string' } });
-  if (typeof name !== 'string') throw new UsageError('--name is required');
-  const revoked = await store.tokens.revoke(name);
-  if (revoked === undefined) {
-    process.stderr.write(`No active token named "${name}".\n`);
-    return 1;
+  const names = named(parse(args, { name: { type: 'string', multiple: true } }).name, '--name');
+  return eachIn(names, async (name) => {
+    const revoked = await store.tokens.revoke(name);
+    if (revoked === undefined) return { message: `No active token named "${name}".`, code: 1 };
+    const { endpointsDisabled: n } = revoked;
+    return {
+      message: `Token "${name}" revoked, and its ${n} webhook endpoint${n === 1 ? '' : 's'} disabled; running instances stop accepting it, and end its event streams, within TOKEN_REFRESH_MS.`,
+      code: 0,
+    };
+  });
+}
+
+/** The values of an option that names what to act on: at least one, each once, in the order given. */
+function named(values: unknown, option: string): string[] {
+  const given = (values as string[] | undefined) ?? [];
+  if (given.length === 0) throw new UsageError(`${option} is required`);
+  return [...new Set(given)];
+}
+
+/**
+ * Acts on each value in turn, its message on stderr as it is done: 0 when every one succeeded,
+ * else 1. One failing does not stop the others.
+ */
+async function eachIn(values: string[], act: (value: string) => Promise<Outcome>): Promise<number> {
+  let code = 0;
+  for (const value of values) {
+    const outcome = await act(value);
+    process.stderr.write(`${outcome.message}\n`);
+    code = Math.max(code, outcome.code);
   }
-  const { endpointsDisabled: n } = revoked;
-  process.stderr.write(
-    `Token "${name}" revoked, and its ${n} webhook endpoint${n === 1 ? '' : 's'} disabled; running instances stop accepting it, and end its event streams, within TOKEN_REFRESH_MS.\n`,
-  );
-  return 0;
+  return code;
 }
 
 async function withStore(config: Config, run: (store: PlantStore) => Promise<number>): Promise<number> {
@@ -161,12 +184,25 @@ async function withStore(config: Config, run: (store: PlantStore) => Promise<num
   }
 }
 
+/**
+ * The options of a command line, strictly: an unknown option, a missing value or a repeated option
+ * that takes one value (node:util would keep only the last) is wrong usage.
+ */
 function parse(args: string[], options: NonNullable<ParseArgsConfig['options']>) {
+  const { values, tokens } = usage(() => parseArgs({ args, options, strict: true, tokens: true }));
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || options[token.name]?.multiple) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} takes one value: give it once`);
+    seen.add(token.name);
+  }
+  return values as Record<string, string | string[] | boolean | undefined>;
+}
+
+/** What `parse` returns, node:util's refusal as wrong usage. */
+function usage<T>(parse: () => T): T {
   try {
-    return parseArgs({ args, options, strict: true }).values as Record<
-      string,
-      string | string[] | boolean | undefined
-    >;
+    return parse();
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

@@ -44,7 +44,7 @@ async function main(args: string[]): Promise<number | undefined> {
  */
 async function startTracing(config: Config, log: Logger): Promise<Tracing | undefined> {
   if (!config.tracing) return undefined;
-  const tracing = (await import('./tracing/sdk.ts')).startTracing(config.tracing);
+  const tracing = (await import('./tracing/sdk.ts')).startTracing(config.tracing, { log });
   const { url, protocol, sampler } = config.tracing;
   // The collector by its origin: its URL may carry credentials.
   log.info({ collector: new URL(url).origin, protocol, sampler: sampler.name }, 'tracing on');

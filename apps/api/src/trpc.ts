@@ -6,7 +6,13 @@ import { z } from 'zod';
 import { describeIssues, type HttpError, RequestError, toHttpError } from './errors.ts';
 import type { EventStream } from './events/hub.ts';
 import { replayedOutput } from './idempotency.ts';
-import { type AnyOperation, isOperation, type Operation, type RequestContext } from './operation.ts';
+import {
+  type AnyOperation,
+  authorize,
+  isOperation,
+  type Operation,
+  type RequestContext,
+} from './operation.ts';
 import { toPlantEvent } from './operations/events.ts';
 import type { OperationTree } from './operations/index.ts';
 import { runOperation } from './pipeline.ts';
@@ -81,12 +87,51 @@ export function toTrpcError(error: RequestError): TRPCError {
 
 /**
  * What a tRPC error tells the client, as REST would say it: the `RequestError` behind it, or tRPC's
- * own errors (an unknown procedure, a body it cannot parse); 5xx causes are never shown.
+ * own errors (an unknown procedure, a body it cannot parse); 5xx causes are never shown, nor an
+ * exception's own text that tRPC copied into its message.
  */
 export function describeTrpcError(error: TRPCError): HttpError {
   if (error.cause instanceof RequestError) return toHttpError(error.cause);
   const status = getHTTPStatusCodeFromError(error);
-  return status >= 500 ? toHttpError(error) : { status, message: error.message, headers: {} };
+  if (status >= 500) return toHttpError(error);
+  const copied = error.cause !== undefined && error.message === error.cause.message;
+  return { status, message: copied ? INVALID_REQUEST : error.message, headers: {} };
+}
+
+const INVALID_REQUEST = 'The request is not a valid tRPC request.';
+
+/**
+ * The refusal of an input that is not superjson's JSON (not JSON, or metadata superjson cannot
+ * apply): in our words, since the exception's (a JavaScript engine's) must not reach a client.
+ */
+export function unreadableInput(where: 'request body' | 'request parameters', cause: unknown): RequestError {
+  return new RequestError('bad_request', `Invalid ${where}: the input is not valid tRPC JSON (superjson).`, {
+    cause,
+  });
+}
+
+/**
+ * Every procedure's first step: the token and the operation's scope are checked before tRPC reads
+ * the input (it reads it lazily, when a step asks), so that a call without a token is answered 401
+ * whatever its input, as REST and the pipeline order it; then an input tRPC cannot read is refused
+ * by `unreadableInput`.
+ * @see https://trpc.io/docs/server/middlewares
+ */
+function procedureOf(operation: AnyOperation) {
+  return t.procedure.use(({ ctx, type, getRawInput, next }) => {
+    try {
+      authorize(ctx.auth, operation.scope);
+    } catch (error) {
+      throw asTrpcError(error);
+    }
+    const where = type === 'mutation' ? 'request body' : 'request parameters';
+    return next({
+      getRawInput: () =>
+        getRawInput().catch((cause: unknown) => {
+          throw asTrpcError(unreadableInput(where, cause));
+        }),
+    });
+  });
 }
 
 /** Any error as tRPC's: a `RequestError` as its `TRPCError`, anything else as tRPC would wrap it. */
@@ -118,7 +163,7 @@ async function call(operation: AnyOperation, ctx: Context, readInput: () => unkn
  * answer's body.
  */
 function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return t.procedure
+  return procedureOf(operation as AnyOperation)
     .input(asSent<z.input<I>>())
     .mutation(
       ({ ctx, input }) =>
@@ -127,7 +172,7 @@ function toMutation<I extends z.ZodType, O>(operation: Operation<I, O>) {
 }
 
 function toQuery<I extends z.ZodType, O>(operation: Operation<I, O>) {
-  return t.procedure
+  return procedureOf(operation as AnyOperation)
     .input(asSent<z.input<I>>())
     .query(({ ctx, input }) => call(operation as AnyOperation, ctx, () => input) as Promise<O>);
 }
@@ -160,7 +205,8 @@ function resumeInput(input: unknown): unknown {
  */
 function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObject<S>, EventStream>) {
   type Input = z.input<z.ZodObject<S>> & { lastEventId?: string | null };
-  return t.procedure.input(asSent<Input>()).subscription(async function* ({ ctx, input, signal }) {
+  const procedure = procedureOf(operation as AnyOperation);
+  return procedure.input(asSent<Input>()).subscription(async function* ({ ctx, input, signal }) {
     // Run inside the generator, before its first event: a refusal (410, 429, 503) is thrown as its
     // TRPCError, which httpSubscriptionLink does not retry forever as it would a 500.
     const stream = (await call(operation as AnyOperation, ctx, () => resumeInput(input))) as EventStream;

@@ -1,5 +1,5 @@
 import type { PlantWithId } from '@plant-store/schema';
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
 import { describeFailure, type Failure } from './failure.ts';
 import { AddPlantForm } from './plants/add-plant-form.tsx';
 import { DeleteDialog } from './plants/delete-dialog.tsx';
@@ -9,6 +9,7 @@ import type { LiveState } from './plants/live.ts';
 import { PlantList } from './plants/plant-list.tsx';
 import { usePlants } from './plants/use-plants.ts';
 import type { PlantsClient } from './trpc.ts';
+import { UserText } from './user-text.tsx';
 
 /** How long typing in a filter must pause before the list is read again with it. */
 const FILTER_PAUSE_MS = 250;
@@ -30,7 +31,7 @@ export function Console({ client, onSignOut }: Props) {
   const [filter, setFilter] = useState<PlantFilter>(NO_FILTER);
   const [editing, setEditing] = useState<PlantWithId>();
   const [deleting, setDeleting] = useState<PlantWithId>();
-  const [announcement, setAnnouncement] = useState('');
+  const [announcement, setAnnouncement] = useState<ReactNode>('');
   const heading = useRef<HTMLHeadingElement>(null);
   const refused = useCallback((failure: Failure) => onSignOut(`Signed out: ${failure.message}`), [onSignOut]);
   const plants = usePlants(client, useSettled(filter, FILTER_PAUSE_MS), refused);
@@ -99,7 +100,7 @@ function useSettled<T>(value: T, ms: number): T {
  * What keeps the console from being current, in words: the api unreachable, limiting, or
  * restarting (while the calls and the stream retry), or a stream that stopped for good.
  */
-function connectionProblem({ live, list }: ReturnType<typeof usePlants>): string | undefined {
+function connectionProblem({ live, list }: ReturnType<typeof usePlants>): ReactNode {
   const failure =
     live.state !== 'live' && live.failure !== undefined
       ? live.failure
@@ -107,10 +108,20 @@ function connectionProblem({ live, list }: ReturnType<typeof usePlants>): string
         ? describeFailure(list.failureReason)
         : undefined;
   if (failure === undefined) return undefined;
-  if (!failure.transient) return `Live updates are off: ${failure.message}`;
+  if (!failure.transient) {
+    return (
+      <>
+        Live updates are off: <UserText>{failure.message}</UserText>
+      </>
+    );
+  }
   if (failure.kind === 'unreachable') return 'Cannot reach the Plant Store api. Retrying…';
   if (failure.kind === 'rate-limited' && failure.retryAfterSeconds !== undefined) {
     return `Too many requests: retrying in ${failure.retryAfterSeconds} s.`;
   }
-  return `${failure.message} Retrying…`;
+  return (
+    <>
+      <UserText>{failure.message}</UserText> Retrying…
+    </>
+  );
 }

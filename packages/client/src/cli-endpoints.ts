@@ -53,7 +53,7 @@ async function add(connection: Connection, values: Values, [url]: string[], out:
   const parsed = NewWebhookEndpointSchema.safeParse({
     url,
     ...(values.description !== undefined && { description: values.description }),
-    ...(values.events !== undefined && { events: parseEventTypes([values.events], '--events') }),
+    ...(values.events !== undefined && { events: parseEventTypes(values.events, '--events') }),
   });
   if (!parsed.success) {
     const [issue] = parsed.error.issues;
@@ -94,7 +94,7 @@ async function update(connection: Connection, values: Values, [text]: string[], 
     throw new UsageError('give --description or --clear-description, not both.');
   }
   const parsed = WebhookEndpointPatchSchema.safeParse({
-    ...(values.events !== undefined && { events: parseEventTypes([values.events], '--events') }),
+    ...(values.events !== undefined && { events: parseEventTypes(values.events, '--events') }),
     ...(values.description !== undefined && { description: values.description }),
     ...(values['clear-description'] && { description: null }),
   });

@@ -30,7 +30,7 @@ const OPTIONS = {
   'name-prefix': { type: 'string' },
   etag: { type: 'boolean' },
   'on-conflict': { type: 'string' },
-  events: { type: 'string' },
+  events: { type: 'string', multiple: true },
   'clear-description': { type: 'boolean' },
   limit: { type: 'string' },
   after: { type: 'string' },
@@ -42,8 +42,31 @@ const OPTIONS = {
   type: { type: 'string', multiple: true },
 } as const;
 
-export const parse = (args: string[]) =>
-  parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
+/** The options that take a list, and so may be repeated. */
+const LISTS = new Set(
+  Object.keys(OPTIONS).filter((name) => 'multiple' in OPTIONS[name as keyof typeof OPTIONS]),
+);
+
+/**
+ * The command line's options and operands. Options that take a list (`--type`, `--events`) may be
+ * repeated; any other given twice is wrong usage (node:util alone would keep only the last).
+ */
+export function parse(args: string[]) {
+  const { values, positionals, tokens } = parseArgs({
+    args,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: true,
+    tokens: true,
+  });
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || LISTS.has(token.name)) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} takes one value: give it once.`);
+    seen.add(token.name);
+  }
+  return { values, positionals };
+}
 
 export type Values = ReturnType<typeof parse>['values'];
 

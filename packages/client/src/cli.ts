@@ -111,6 +111,9 @@ Options:
   -h, --help       show this help
   --version        show the version
 
+--type and --events take lists: repeat them, or list the types with commas. Any other option
+given twice is wrong usage (exit 2): nothing is sent.
+
 Ids are signed 64-bit integers, kept exact. A negative id needs "=" or "--":
   plants create --id=-5 --name Fern    plants get -- -5
 

@@ -8,7 +8,7 @@ import type { AnyOperation } from '../operation.ts';
 import { listOperations } from '../operations/index.ts';
 import { runOperation } from '../pipeline.ts';
 import { appRouter } from '../router.ts';
-import { type Context, describeTrpcError, transformer } from '../trpc.ts';
+import { type Context, describeTrpcError, transformer, unreadableInput } from '../trpc.ts';
 import { BODY_LIMIT_BYTES, NOT_JSON, readBodyText } from './body.ts';
 import { logFailure } from './errors.ts';
 import { type OwnPaths, ownPaths } from './own-paths.ts';
@@ -67,6 +67,10 @@ export function trpcPaths(createContext: CreateContext, log: Logger): OwnPaths {
     const inputOf = async (i: number) => {
       body ??= readBodyText(ctx.req).then(parseBody);
       const raw = await body;
+      // As tRPC's handler: a batch's body is an object of the calls' inputs by index.
+      if (batch && raw !== undefined && (typeof raw !== 'object' || raw === null || Array.isArray(raw))) {
+        throw unreadableInput('request body', undefined);
+      }
       const input = batch ? (raw as Record<number, unknown> | undefined)?.[i] : raw;
       return input === undefined ? undefined : deserialize(input);
     };
@@ -97,14 +101,12 @@ function parseBody(text: string): unknown {
   }
 }
 
-/** An input's superjson, revived: a 400 when it cannot be, as tRPC's own handler answers. */
+/** An input's superjson, revived: a 400 when it cannot be, as tRPC's own handler answers (trpc.ts). */
 function deserialize(input: unknown): unknown {
   try {
     return transformer.deserialize(input as never);
   } catch (cause) {
-    throw new RequestError('bad_request', cause instanceof Error ? cause.message : 'Invalid input', {
-      cause,
-    });
+    throw unreadableInput('request body', cause);
   }
 }
 

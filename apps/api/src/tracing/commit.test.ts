@@ -15,7 +15,7 @@ const config = loadConfig({
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1',
   OTEL_BSP_SCHEDULE_DELAY: '1',
 });
-const tracing = startTracing(config.tracing!, exporter);
+const tracing = startTracing(config.tracing!, { exporter });
 const { tracer } = tracing;
 afterAll(() => tracing.shutdown());
 

@@ -13,13 +13,16 @@ import {
   TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
+import type { Logger } from 'pino';
 import type { TracingConfig } from '../config.ts';
+import { exportLog, watchedExporter } from './export-watch.ts';
 import { pooledIdGenerator } from './ids.ts';
 import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
 
 /**
  * Starts the OpenTelemetry SDK as `config` says: spans batched and POSTed to the collector over
- * OTLP/HTTP (protobuf or JSON), W3C Trace Context propagation. Registered globally, as
+ * OTLP/HTTP (protobuf or JSON), W3C Trace Context propagation; with `log`, exports that fail are
+ * logged there (rate-limited). Registered globally, as
  * OpenTelemetry's API expects, but with no context manager: spans are handed down explicitly
  * (tracing/sync-span.ts says why), so `context.active()` is always the root. The exporter
  * reads the rest of the standard variables itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
@@ -28,7 +31,10 @@ import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
  * Imported dynamically by main.ts, only when tracing is on: a service without it never loads the
  * SDK. This module imports it statically, so the bundle keeps its exports intact in the chunk.
  */
-export function startTracing(config: TracingConfig, exporter: SpanExporter = otlpExporter(config)): Tracing {
+export function startTracing(
+  config: TracingConfig,
+  { exporter = otlpExporter(config), log }: { exporter?: SpanExporter; log?: Logger } = {},
+): Tracing {
   const detected = detectResources({ detectors: [envDetector] });
   const serviceName =
     config.serviceName ?? (detected.attributes['service.name'] as string | undefined) ?? SERVICE_NAME;
@@ -38,7 +44,8 @@ export function startTracing(config: TracingConfig, exporter: SpanExporter = otl
     idGenerator: pooledIdGenerator(),
     spanProcessors: [
       new BatchSpanProcessor({
-        exporter,
+        // Spans the collector does not take are dropped: said in the log (export-watch.ts).
+        exporter: log ? watchedExporter(exporter, exportLog(log, new URL(config.url).origin)) : exporter,
         scheduledDelayMillis: config.scheduleDelayMs,
         maxQueueSize: config.maxQueueSize,
         maxExportBatchSize: config.maxExportBatchSize,

@@ -17,7 +17,7 @@ import { type TestStoreInstance, testStores } from '../support/stores.ts';
 const exporter = new InMemorySpanExporter();
 const tracing = startTracing(
   loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_BSP_SCHEDULE_DELAY: '1' }).tracing!,
-  exporter,
+  { exporter },
 );
 afterAll(() => tracing.shutdown());
 

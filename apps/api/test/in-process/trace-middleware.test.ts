@@ -16,7 +16,7 @@ import { startTracing } from '../../src/tracing/sdk.ts';
 const exporter = new InMemorySpanExporter();
 const tracing = startTracing(
   loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_BSP_SCHEDULE_DELAY: '1' }).tracing!,
-  exporter,
+  { exporter },
 );
 const lines: string[] = [];
 const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });

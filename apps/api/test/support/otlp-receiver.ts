@@ -63,9 +63,9 @@ type ExportRequest = {
  * An OTLP/HTTP trace collector on loopback, as the OpenTelemetry Collector's receiver takes
  * spans: `POST /v1/traces`, `application/x-protobuf` (decoded with OpenTelemetry's proto
  * definitions) or `application/json` (OTLP/JSON: ids in hex). Answers 200 with an empty
- * ExportTraceServiceResponse.
+ * ExportTraceServiceResponse. On `port`, else an ephemeral one.
  */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+export async function startOtlpReceiver({ port = 0 }: { port?: number } = {}): Promise<OtlpReceiver> {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => PROTO_ROOT + target;
   root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
@@ -119,10 +119,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     res.end(contentType.startsWith('application/json') ? '{}' : '');
     for (const wake of waiters) wake();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const { port: listening } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${listening}`,
     spans,
     requests,
     waitFor(predicate, timeoutMs = 15_000) {

@@ -1,8 +1,9 @@
 import type { NewPlant } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, type ReactNode, useState } from 'react';
 import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
+import { UserText } from '../user-text.tsx';
 import type { LiveChange } from './merge-live.ts';
 import { type NewPlantFields, parseNewPlant } from './new-plant.ts';
 import { useTextFields } from './text-field.tsx';
@@ -14,7 +15,7 @@ type Props = {
   /** A plant this form created, shown at once (the live event follows). */
   onAdded(change: LiveChange): void;
   /** Tells people what happened (a polite live region). */
-  announce(message: string): void;
+  announce(message: ReactNode): void;
 };
 
 /**
@@ -25,7 +26,7 @@ type Props = {
  */
 export function AddPlantForm({ client, onAdded, announce }: Props) {
   const { fields, setFields, refuse, focus, field } = useTextFields('new-plant', EMPTY);
-  const [formError, setFormError] = useState<string>();
+  const [formError, setFormError] = useState<ReactNode>();
   const create = useMutation({
     mutationFn: (plant: NewPlant) => client.plants.create.mutate(plant),
   });
@@ -43,7 +44,11 @@ export function AddPlantForm({ client, onAdded, announce }: Props) {
         // The answer carries no version (REST has it in the ETag only): version 0 ranks below the
         // created event's, which replaces it when it arrives.
         onAdded({ type: 'saved', plant: { ...plant, version: 0n }, at: performance.now() });
-        announce(`Added plant ${plant.id} (${plant.name}).`);
+        announce(
+          <>
+            Added plant {String(plant.id)} (<UserText>{plant.name}</UserText>).
+          </>,
+        );
         setFields(EMPTY);
         focus('id');
       },
@@ -54,7 +59,11 @@ export function AddPlantForm({ client, onAdded, announce }: Props) {
         if (failure.kind === 'conflict') {
           refuse({ id: failure.message });
         } else {
-          setFormError(`The plant was not added: ${failure.message}`);
+          setFormError(
+            <>
+              The plant was not added: <UserText>{failure.message}</UserText>
+            </>,
+          );
         }
       },
     });

@@ -1,11 +1,12 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
-import { useRef, useState } from 'react';
+import { type ReactNode, useRef, useState } from 'react';
 import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
+import { UserText } from '../user-text.tsx';
 import type { LiveChange } from './merge-live.ts';
 import { useModal } from './modal.ts';
-import { describePlant } from './plant-edit.ts';
+import { describePlant } from './plant-text.tsx';
 
 type Props = {
   client: PlantsClient;
@@ -15,7 +16,7 @@ type Props = {
   onDeleted(change: LiveChange): void;
   /** Where focus goes once the dialog closed after a deletion (the plant's row is gone). */
   afterDeleted(): void;
-  announce(message: string): void;
+  announce(message: ReactNode): void;
 };
 
 /**
@@ -26,7 +27,7 @@ type Props = {
  */
 export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, announce }: Props) {
   const cancel = useRef<HTMLButtonElement>(null);
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<ReactNode>();
   // The plant as it is now, when someone else changed it after it was read.
   const [changed, setChanged] = useState<PlantWithId>();
   const deleted = useRef(false);
@@ -59,7 +60,11 @@ export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, 
     };
     remove.mutate(target, {
       onSuccess: () => {
-        announce(`Deleted plant ${target.id} (${target.name}).`);
+        announce(
+          <>
+            Deleted plant {String(target.id)} (<UserText>{target.name}</UserText>).
+          </>,
+        );
         gone();
       },
       onError: async (cause) => {
@@ -69,13 +74,13 @@ export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, 
           announce(`Plant ${target.id} was already deleted.`);
           return gone();
         }
-        if (failure.kind !== 'stale') return setError(`The plant was not deleted: ${failure.message}`);
+        if (failure.kind !== 'stale') return setError(notDeleted(failure.message));
         try {
           setChanged(await client.plants.get.query({ id: target.id }));
           setError(undefined);
         } catch (again) {
           const reread = describeFailure(again);
-          if (reread.kind !== 'not-found') return setError(`The plant was not deleted: ${reread.message}`);
+          if (reread.kind !== 'not-found') return setError(notDeleted(reread.message));
           announce(`Plant ${target.id} was already deleted.`);
           gone();
         }
@@ -88,8 +93,8 @@ export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, 
       <h2 id="delete-title">Delete plant?</h2>
       {target !== undefined && (
         <p id="delete-what">
-          “{target.name}” (id <span className="id">{String(target.id)}</span>) will be deleted for everyone.
-          This cannot be undone.
+          “<UserText>{target.name}</UserText>” (id <span className="id">{String(target.id)}</span>) will be
+          deleted for everyone. This cannot be undone.
         </p>
       )}
       {changed !== undefined && (
@@ -113,3 +118,9 @@ export function DeleteDialog({ client, plant, onClose, onDeleted, afterDeleted, 
     </dialog>
   );
 }
+
+const notDeleted = (message: string) => (
+  <>
+    The plant was not deleted: <UserText>{message}</UserText>
+  </>
+);

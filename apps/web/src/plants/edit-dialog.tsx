@@ -1,18 +1,13 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { type FormEvent, type ReactNode, useEffect, useRef, useState } from 'react';
 import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
+import { UserText } from '../user-text.tsx';
 import type { LiveChange } from './merge-live.ts';
 import { useModal } from './modal.ts';
-import {
-  describeChange,
-  describePlant,
-  type EditFields,
-  editFields,
-  type PlantChange,
-  parsePlantEdit,
-} from './plant-edit.ts';
+import { type EditFields, editFields, type PlantChange, parsePlantEdit } from './plant-edit.ts';
+import { describeChange, describePlant } from './plant-text.tsx';
 import { useTextFields } from './text-field.tsx';
 
 type Props = {
@@ -23,7 +18,7 @@ type Props = {
   latest: PlantWithId | 'deleted' | undefined;
   onClose(): void;
   onSaved(change: LiveChange): void;
-  announce(message: string): void;
+  announce(message: ReactNode): void;
 };
 
 /** Someone else's change that stopped a save: the change to apply again, and the plant as it is now. */
@@ -40,7 +35,7 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
     name: '',
     tag: '',
   });
-  const [formError, setFormError] = useState<string>();
+  const [formError, setFormError] = useState<ReactNode>();
   const [conflict, setConflict] = useState<Conflict>();
   const applyAgain = useRef<HTMLButtonElement>(null);
   // Another plant to edit: the form starts from it, set while rendering so that it never shows the
@@ -69,21 +64,23 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
       {
         onSuccess: (saved) => {
           onSaved({ type: 'saved', plant: saved, at: performance.now() });
-          announce(`Saved plant ${saved.id} (${saved.name}).`);
+          announce(
+            <>
+              Saved plant {String(saved.id)} (<UserText>{saved.name}</UserText>).
+            </>,
+          );
           onClose();
         },
         onError: async (cause) => {
           const failure = describeFailure(cause);
           if (failure.kind === 'unauthorized') return;
           if (failure.kind === 'not-found') return setFormError(DELETED);
-          if (failure.kind !== 'stale') return setFormError(`The plant was not saved: ${failure.message}`);
+          if (failure.kind !== 'stale') return setFormError(notSaved(failure.message));
           try {
             setConflict({ change, current: await client.plants.get.query({ id: plant.id }) });
           } catch (again) {
             const reread = describeFailure(again);
-            setFormError(
-              reread.kind === 'not-found' ? DELETED : `The plant was not saved: ${reread.message}`,
-            );
+            setFormError(reread.kind === 'not-found' ? DELETED : notSaved(reread.message));
           }
         },
       },
@@ -164,10 +161,16 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
       <p role="status" className="note">
         {newer === 'deleted'
           ? 'Someone else deleted this plant.'
-          : newer !== undefined && `Changed by someone else: it is now ${describePlant(newer)}.`}
+          : newer !== undefined && <>Changed by someone else: it is now {describePlant(newer)}.</>}
       </p>
     </dialog>
   );
 }
 
 const DELETED = 'Not saved: someone else deleted this plant.';
+
+const notSaved = (message: string) => (
+  <>
+    The plant was not saved: <UserText>{message}</UserText>
+  </>
+);

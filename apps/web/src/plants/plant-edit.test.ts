@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeChange, describePlant, editFields, parsePlantEdit } from './plant-edit.ts';
+import { editFields, parsePlantEdit } from './plant-edit.ts';
 
 const fern = { id: 9223372036854775807n, name: 'Fern', tag: 'herb', version: 4n };
 
@@ -28,14 +28,5 @@ describe('parsePlantEdit', () => {
       ok: false,
       errors: { name: 'name must be at most 200 characters' },
     });
-  });
-});
-
-describe('describing', () => {
-  it('says what a change does and what a plant is', () => {
-    expect(describeChange({ name: 'Royal fern', tag: null })).toBe('name “Royal fern”, tag removed');
-    expect(describeChange({ tag: 'herb' })).toBe('tag “herb”');
-    expect(describePlant(fern)).toBe('“Fern” (tag “herb”)');
-    expect(describePlant({ id: 1n, name: 'Moss', version: 0n })).toBe('“Moss” (no tag)');
   });
 });

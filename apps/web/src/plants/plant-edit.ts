@@ -36,17 +36,3 @@ export function parsePlantEdit(
     },
   };
 }
-
-/** The change in words: "name “Fern”, tag removed". */
-export function describeChange(change: PlantChange): string {
-  const parts = [
-    change.name !== undefined && `name “${change.name}”`,
-    change.tag === null ? 'tag removed' : change.tag !== undefined && `tag “${change.tag}”`,
-  ];
-  return parts.filter(Boolean).join(', ');
-}
-
-/** A plant in words: "“Fern” (tag “herb”)", or "“Fern” (no tag)". */
-export function describePlant(plant: PlantWithId): string {
-  return `“${plant.name}” (${plant.tag === undefined ? 'no tag' : `tag “${plant.tag}”`})`;
-}

@@ -1,6 +1,7 @@
 import type { PlantWithId } from '@plant-store/schema';
-import { useEffect, useRef } from 'react';
+import { type ReactNode, useEffect, useRef } from 'react';
 import { describeFailure } from '../failure.ts';
+import { UserText } from '../user-text.tsx';
 import type { PlantFilter } from './list-query.ts';
 import type { usePlants } from './use-plants.ts';
 
@@ -51,6 +52,7 @@ export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingR
         value={filter[key]}
         onChange={(event) => onFilter({ ...filter, [key]: event.target.value })}
         spellCheck={false}
+        dir="auto"
       />
     </label>
   );
@@ -81,8 +83,10 @@ export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingR
           {plants.plants.map((plant) => (
             <tr key={String(plant.id)}>
               <td className="id">{String(plant.id)}</td>
-              <td>{plant.name}</td>
-              <td>{plant.tag ?? ''}</td>
+              <td>
+                <UserText>{plant.name}</UserText>
+              </td>
+              <td>{plant.tag !== undefined && <UserText>{plant.tag}</UserText>}</td>
               <td>
                 <button type="button" aria-label={`Edit plant ${plant.id}`} onClick={() => onEdit(plant)}>
                   Edit
@@ -109,7 +113,7 @@ export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingR
       <div ref={end} />
       {failure !== undefined && (
         <p role="alert" className="error">
-          The plants could not be listed: {failure.message}
+          The plants could not be listed: <UserText>{failure.message}</UserText>
         </p>
       )}
       <p className="list-footer">
@@ -126,14 +130,26 @@ export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingR
   );
 }
 
-function emptyMessage(state: { pending: boolean; failed: boolean; filter: PlantFilter }): string {
+function emptyMessage(state: { pending: boolean; failed: boolean; filter: PlantFilter }): ReactNode {
   if (state.pending) return 'Loading plants…';
   if (state.failed) return 'No plants to show.';
   const { tag, namePrefix } = state.filter;
-  const conditions = [
-    tag !== '' && `the tag “${tag}”`,
-    namePrefix !== '' && `a name starting with “${namePrefix}”`,
-  ].filter(Boolean);
-  if (conditions.length === 0) return 'The store holds no plants yet. Add one above.';
-  return `No plant has ${conditions.join(' and ')}.`;
+  if (tag === '' && namePrefix === '') return 'The store holds no plants yet. Add one above.';
+  return (
+    <>
+      No plant has{' '}
+      {tag !== '' && (
+        <>
+          the tag “<UserText>{tag}</UserText>”
+        </>
+      )}
+      {tag !== '' && namePrefix !== '' && ' and '}
+      {namePrefix !== '' && (
+        <>
+          a name starting with “<UserText>{namePrefix}</UserText>”
+        </>
+      )}
+      .
+    </>
+  );
 }

@@ -30,6 +30,8 @@ export function TextField({ id, label, value, onValue, error, inputRef, ...extra
         aria-describedby={described || undefined}
         autoComplete="off"
         spellCheck={false}
+        // What is typed takes its own direction (a right-to-left name reads and aligns as such).
+        dir="auto"
       />
       {error !== undefined && (
         <p id={`${id}-error`} className="field-error">
