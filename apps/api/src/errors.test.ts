@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
-import { describeTrpcError, toTrpcError } from './trpc.ts';
+import { describeTrpcError, toTrpcError } from './trpc/procedures.ts';
 import { RequestError, methodNotAllowed, toHttpError } from './errors.ts';
 
 describe('RequestError on the wire', () => {

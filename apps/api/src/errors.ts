@@ -31,7 +31,7 @@ export type ErrorReason = keyof typeof STATUS;
  * The one error type of the api: operations, body parsing, auth, probes, metrics and limits throw
  * it. (The body it becomes is the schema's `ApiError`, the document's `Error`: this is the thrown
  * side, hence another name.) Its message is written for the client and always shown; `cause` (an outage's details) is for
- * the log only. http/errors.ts turns it into the REST `Error` body, trpc.ts into tRPC's error.
+ * the log only. http/error-middleware.ts turns it into the REST `Error` body, trpc.ts into tRPC's error.
  */
 export class RequestError extends Error {
   override name = 'RequestError';

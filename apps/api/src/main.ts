@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { describeCauses } from './causes.ts';
-import { runCommand, USAGE, UsageError } from './commands.ts';
-import { type Config, ConfigError, loadConfig } from './config.ts';
-import { createLogger, flushLog } from './log.ts';
-import { type RunningServer, startServer } from './serve.ts';
+import { runCommand, USAGE, UsageError } from './admin/commands.ts';
+import { type Config, ConfigError, loadConfig } from './config/config.ts';
+import { createLogger, flushLog } from './observability/log.ts';
+import { type RunningServer, startServer } from './server.ts';
 import { openStore } from './store/open-store.ts';
 import type { Tracing } from './tracing/tracer.ts';
 

@@ -41,7 +41,7 @@ import { visible } from './terminal-text.ts';
 import { plantsBatch } from './trpc-batch.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:3000';
-/** The server refuses a tRPC request of more calls (MAX_BATCH_CALLS in apps/api/src/http/trpc.ts). */
+/** The server refuses a tRPC request of more calls (MAX_BATCH_CALLS in apps/api/src/trpc/http-adapter.ts). */
 const MAX_BATCH_CALLS = 100;
 /** Bytes of one import batch, at most: the server refuses a body over 64 KiB (BODY_LIMIT_BYTES). */
 const MAX_BATCH_BYTES = 60_000;

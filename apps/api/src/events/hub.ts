@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { RequestError } from '../errors.ts';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '@plant-store/schema';
-import type { EventLog, StoredEvent } from '../store/store.ts';
+import type { EventLog, StoredEvent } from '../store/contract.ts';
 
 /** A type of event a stream may ask for (`?types=`). */
 export type EventType = PlantEventType;

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { methodNotAllowed } from '../errors.ts';
-import { storeCall } from '../operation.ts';
-import type { PlantStore } from '../store/store.ts';
+import { storeCall } from '../operations/operation.ts';
+import type { PlantStore } from '../store/contract.ts';
 import { type OwnPaths, ownPaths } from './own-paths.ts';
 
 const OK = JSON.stringify({ status: 'ok' });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { AuthResult } from '../auth.ts';
-import type { Metrics } from '../metrics.ts';
+import type { AuthResult } from '../auth/tokens.ts';
+import type { Metrics } from '../observability/metrics.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -38,7 +38,7 @@ export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
       const method = METHODS.has(ctx.method) ? ctx.method : 'other';
       metrics.requests.series(method, route, status, token).value += 1;
       metrics.requestSeconds.series(method, route, status).observe(seconds);
-      // The request's own logger when it is traced (http/trace.ts): the line then carries its ids.
+      // The request's own logger when it is traced (http/trace-middleware.ts): the line then carries its ids.
       ((ctx.state.log as Logger | undefined) ?? log).info(
         {
           reqId: requestId,

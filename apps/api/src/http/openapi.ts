@@ -13,8 +13,8 @@ import {
   type ZodOpenApiPathsObject,
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
-import { EXPECTED_VERSION } from '../conditions.ts';
-import { type AnyOperation, takesBody } from '../operation.ts';
+import { EXPECTED_VERSION } from '../operations/conditions.ts';
+import { type AnyOperation, takesBody } from '../operations/operation.ts';
 import {
   EVERY_ANSWER_HEADERS,
   HEADERS,

@@ -6,7 +6,7 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
-import type { AuthResult } from '../auth.ts';
+import type { AuthResult } from '../auth/tokens.ts';
 import { RequestError } from '../errors.ts';
 
 export type RateLimit = { points: number; windowSeconds: number };

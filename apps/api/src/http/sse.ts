@@ -3,7 +3,7 @@ import { stringifyJson } from '@plant-store/schema';
 import type { Context } from 'koa';
 import type { EventStream } from '../events/hub.ts';
 import { toPlantEvent } from '../operations/events.ts';
-import type { StoredEvent } from '../store/store.ts';
+import type { StoredEvent } from '../store/contract.ts';
 
 /** What EventSource waits before reconnecting after the stream ends (the `retry:` field). */
 const RECONNECT_MS = 1_000;

@@ -1,8 +1,8 @@
 import { EventIdSchema, type PlantEvent, PlantEventSchema, PlantEventsQuerySchema } from '@plant-store/schema';
 import { z } from 'zod';
 import type { EventStream } from '../events/hub.ts';
-import { defineOperation } from '../operation.ts';
-import type { StoredEvent } from '../store/store.ts';
+import { defineOperation } from './operation.ts';
+import type { StoredEvent } from '../store/contract.ts';
 
 export const plantEvents = defineOperation({
   scope: 'read',

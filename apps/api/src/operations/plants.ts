@@ -11,11 +11,11 @@ import {
   withTag,
 } from '@plant-store/schema';
 import { z } from 'zod';
-import { expectedOf, IfMatchHeaders, staleVersion } from '../conditions.ts';
+import { expectedOf, IfMatchHeaders, staleVersion } from './conditions.ts';
 import { RequestError } from '../errors.ts';
-import { checkShare } from '../heavy-reads.ts';
-import { IdempotencyKeyHeaders, keyedAnswer } from '../idempotency.ts';
-import { defineOperation, nextPageHeaders, storeCall } from '../operation.ts';
+import { checkShare } from './heavy-reads.ts';
+import { IdempotencyKeyHeaders, keyedAnswer } from './idempotency.ts';
+import { defineOperation, nextPageHeaders, storeCall } from './operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
 import { HEADERS } from './answers.ts';
 

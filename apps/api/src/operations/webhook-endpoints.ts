@@ -19,8 +19,8 @@ import {
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { RequestError } from '../errors.ts';
-import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from '../operation.ts';
-import type { EndpointDelivery, StoredEndpoint } from '../store/store.ts';
+import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from './operation.ts';
+import type { EndpointDelivery, StoredEndpoint } from '../store/contract.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
 import { newWebhookId } from '../webhooks/event.ts';
 import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';

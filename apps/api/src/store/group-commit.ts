@@ -1,5 +1,5 @@
 import { commitTracing } from '../tracing/commit.ts';
-import type { DbSystem } from '../tracing/store.ts';
+import type { DbSystem } from '../tracing/traced-store.ts';
 
 /**
  * Group commit: what one turn of the event loop queues goes out as one durable COMMIT (`max` a batch;

@@ -1,5 +1,5 @@
 import { type Db, statements } from './sql.ts';
-import type { ClaimOutcome, KeyClaim, Prune, StoredAnswer } from './store.ts';
+import type { ClaimOutcome, KeyClaim, Prune, StoredAnswer } from './contract.ts';
 
 type KeyRow = {
   fingerprint: string;

@@ -1,10 +1,10 @@
-import { deliveryOutbox } from './deliveries.ts';
-import { webhookEndpoints } from './endpoints.ts';
-import { eventLog, type Watch } from './events.ts';
+import { deliveryOutbox } from './delivery-outbox.ts';
+import { webhookEndpoints } from './endpoint-rows.ts';
+import { eventLog, type Watch } from './event-log.ts';
 import { idempotencyKeys } from './idempotency-keys.ts';
-import { getPlant } from './plants.ts';
+import { getPlant } from './plant-rows.ts';
 import { type Db, statements } from './sql.ts';
-import { tokenStore } from './tokens.ts';
+import { tokenStore } from './token-rows.ts';
 
 const SQL = statements('store', { ping: 'SELECT 1' });
 

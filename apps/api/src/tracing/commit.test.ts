@@ -1,9 +1,9 @@
 import { type Span, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../config/config.ts';
 import { groupCommit } from '../store/group-commit.ts';
-import type { Delivery } from '../store/store.ts';
+import type { Delivery } from '../store/contract.ts';
 import { activeStoreSpan, currentTraceparent, startCommitSpan } from './commit.ts';
 import { startAttemptSpan } from './delivery.ts';
 import { startTracing } from './sdk.ts';
@@ -25,7 +25,7 @@ async function finished(): Promise<ReadableSpan[]> {
   return exporter.getFinishedSpans();
 }
 
-/** Runs `work` as a traced store call runs (tracing/store.ts): its span current while it runs synchronously. */
+/** Runs `work` as a traced store call runs (tracing/traced-store.ts): its span current while it runs synchronously. */
 function inStoreCall<T>(name: string, work: (span: Span) => T): T {
   const span = tracer.startSpan(name);
   return withSyncSpan(span, () => work(span));

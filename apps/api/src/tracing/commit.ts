@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { DbSystem } from './store.ts';
+import type { DbSystem } from './traced-store.ts';
 import { syncSpan } from './sync-span.ts';
 
 /** The instrumentation scope of the store's own spans (the global tracer: stores are not given one). */

@@ -8,7 +8,7 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import type { Delivery } from '../store/store.ts';
+import type { Delivery } from '../store/contract.ts';
 import type { AttemptOutcome } from '../webhooks/send.ts';
 
 /** One attempt's span: the headers that carry it to the receiver, and its end. */

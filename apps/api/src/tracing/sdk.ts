@@ -14,7 +14,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import type { TracingConfig } from '../config.ts';
+import type { TracingConfig } from '../config/config.ts';
 import { exportLog, watchedExporter } from './export-watch.ts';
 import { pooledIdGenerator } from './ids.ts';
 import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';

@@ -1,6 +1,6 @@
 import { type LookupAddress, promises as dns } from 'node:dns';
 import { isIP } from 'node:net';
-import type { EndpointDnsConfig } from '../config.ts';
+import type { EndpointDnsConfig } from '../config/config.ts';
 import { createLookupSlots, type LookupSlots, type Release } from './lookup-slots.ts';
 import type { Resolve } from './ssrf.ts';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { StoredEndpoint } from '../store/store.ts';
+import type { StoredEndpoint } from '../store/contract.ts';
 import type { EndpointResolver } from './dns.ts';
 import type { SecretBox } from './secrets.ts';
 import { type Signer, webhookSigner } from './send.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type NewPlant, stringifyJson, withTag } from '@plant-store/schema';
-import type { NewDelivery } from '../store/store.ts';
+import type { NewDelivery } from '../store/contract.ts';
 
 /** The new-plant webhook's subscribers, as the create operation sees them. */
 export type NewPlantWebhook = {

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { savedPrivately } from '../saved-secret.ts';
-import { isSecretsKey, SECRETS_KEY_BYTES } from '../secrets-key.ts';
+import { savedPrivately } from '../config/saved-secret.ts';
+import { isSecretsKey, SECRETS_KEY_BYTES } from '../config/secrets-key.ts';
 
 /** Standard Webhooks secrets this service generates: `whsec_` and base64 of this many random bytes. */
 const SECRET_BYTES = 24;

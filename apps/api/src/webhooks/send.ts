@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { Delivery } from '../store/store.ts';
+import type { Delivery } from '../store/contract.ts';
 import { RefusedAddressError } from './ssrf.ts';
 
 /** What one attempt came to. `abandoned`: cut short by shutdown, so it says nothing about the receiver. */

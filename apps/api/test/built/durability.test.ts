@@ -1,6 +1,6 @@
 import { Database } from '../../src/store/sqlite/driver.ts';
 import { describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../src/store/sqlite.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import { startApiProcess } from '../support/api-process.ts';
 import { postPlant } from '../support/http.ts';
 import { type TestStoreInstance, testStores } from '../support/stores.ts';

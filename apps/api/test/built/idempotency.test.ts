@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Database } from '../../src/store/sqlite/driver.ts';
 import { describe, expect, it } from 'vitest';
-import { configuredTokenName } from '../../src/auth.ts';
-import { loadConfig } from '../../src/config.ts';
-import { fingerprintOf } from '../../src/idempotency.ts';
+import { configuredTokenName } from '../../src/auth/tokens.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { fingerprintOf } from '../../src/operations/idempotency.ts';
 import { createPlant } from '../../src/operations/plants.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import { KeyClaimLostError } from '../../src/store/store.ts';
+import { KeyClaimLostError } from '../../src/store/contract.ts';
 import { apiOnStore } from '../support/api-on-store.ts';
 import { startApiProcess } from '../support/api-process.ts';
 import type { RunningApi } from '../support/in-process.ts';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LOG_BUFFER_BYTES } from '../../src/log.ts';
+import { LOG_BUFFER_BYTES } from '../../src/observability/log.ts';
 import { type ApiProcess, startApiProcess } from '../support/api-process.ts';
 
 const TOKEN = 'plant-store-test-token';

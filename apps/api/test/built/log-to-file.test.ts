@@ -54,7 +54,7 @@ describe('the built api logging to a file', () => {
       ids.map(() => ['/plants/{id}', 404]),
     );
 
-    // A busy server: a turn's lines are written together (src/log.ts), each one whole.
+    // A busy server: a turn's lines are written together (src/observability/log.ts), each one whole.
     const busy = Array.from({ length: 300 }, (_, i) => `log-file-busy-${i}`);
     const answers = await Promise.all(
       busy.map((id) =>

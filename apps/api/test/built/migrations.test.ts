@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Database } from '../../src/store/sqlite/driver.ts';
 import { describe, expect, it } from 'vitest';
-import type { StoreConfig } from '../../src/config.ts';
+import type { StoreConfig } from '../../src/config/config.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { migrateStore, openStore } from '../../src/store/open-store.ts';
-import type { PlantStore } from '../../src/store/store.ts';
+import type { PlantStore } from '../../src/store/contract.ts';
 import {
   postgresAvailable,
   postgresTestStore,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { migratePostgres } from '../../src/store/postgres.ts';
+import { migratePostgres } from '../../src/store/postgres/store.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { type ApiProcess, runApiCommand, startApiProcess } from '../support/api-process.ts';
 import { errorBody, postPlant } from '../support/http.ts';

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openPostgresStore } from '../../src/store/postgres.ts';
-import { StoreUnavailableError } from '../../src/store/store.ts';
+import { openPostgresStore } from '../../src/store/postgres/store.ts';
+import { StoreUnavailableError } from '../../src/store/contract.ts';
 import { startApiProcess } from '../support/api-process.ts';
 import { errorBody, postPlant, send } from '../support/http.ts';
 import { postgresAvailable, postgresTestStore, type TestStoreInstance } from '../support/stores.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { configuredTokenName, newTokenSecret, tokenDigest } from '../../src/auth.ts';
+import { configuredTokenName, newTokenSecret, tokenDigest } from '../../src/auth/tokens.ts';
 import { Database } from '../../src/store/sqlite/driver.ts';
 import { secretBox } from '../../src/webhooks/secrets.ts';
 import { type ApiProcess, runApiCommand, startApiProcess } from '../support/api-process.ts';

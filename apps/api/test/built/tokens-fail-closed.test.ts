@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTokenSecret, tokenDigest } from '../../src/auth.ts';
-import { loadConfig } from '../../src/config.ts';
+import { newTokenSecret, tokenDigest } from '../../src/auth/tokens.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { runApiCommand, startApiProcess } from '../support/api-process.ts';
 import { errorBody, send, TOKEN, TOKEN_NAME } from '../support/http.ts';

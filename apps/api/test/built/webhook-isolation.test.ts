@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { parseJson } from '@plant-store/schema';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { newPlantWebhook } from '../../src/webhooks/event.ts';
 import { startDeliveryWorker } from '../../src/webhooks/worker.ts';

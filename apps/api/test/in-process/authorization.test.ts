@@ -1,7 +1,7 @@
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import type { AppRouter } from '../../src/router.ts';
+import type { AppRouter } from '../../src/trpc/router.ts';
 import { apiOnStore } from '../support/api-on-store.ts';
 import { errorBody, send } from '../support/http.ts';
 import { type TestStoreInstance, testStores } from '../support/stores.ts';

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { createEventHub, type EventHub } from '../../src/events/hub.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import type { PlantStore, StoredEvent } from '../../src/store/store.ts';
+import type { PlantStore, StoredEvent } from '../../src/store/contract.ts';
 import { TOKEN } from '../support/http.ts';
 import { type TestStoreInstance, testStores } from '../support/stores.ts';
 

@@ -5,12 +5,12 @@ import { connect, type Socket } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../src/app.ts';
-import { createTokenVerifier } from '../../src/auth.ts';
-import { loadConfig } from '../../src/config.ts';
+import { createTokenVerifier } from '../../src/auth/tokens.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { createEventHub, type EventHub } from '../../src/events/hub.ts';
-import { ALL_SCOPES } from '../../src/scopes.ts';
+import { ALL_SCOPES } from '../../src/auth/scopes.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import type { PlantStore } from '../../src/store/store.ts';
+import type { PlantStore } from '../../src/store/contract.ts';
 import { deferAfterEach } from '../support/cleanups.ts';
 import { errorBody, TOKEN, TOKEN_NAME } from '../support/http.ts';
 import { openSse } from '../support/sse.ts';
@@ -28,7 +28,7 @@ const trpcEvents = (base: string, input: object) =>
   `${base}/trpc/plants.events?input=${encodeURIComponent(JSON.stringify({ json: input }))}`;
 
 /**
- * The app as serve.ts wires it, on a real socket, with its event hub at hand: how many streams it
+ * The app as server.ts wires it, on a real socket, with its event hub at hand: how many streams it
  * holds (`hub.size`) is what these tests are about.
  */
 describe.each(testStores())('event stream slots on $name', (testStore) => {

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { generatedToken } from '../../src/generated-token.ts';
+import { generatedToken } from '../../src/auth/generated-token.ts';
 
 describe('generatedToken', () => {
   const dirs: string[] = [];

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const LOG_MODULE = fileURLToPath(new URL('../../src/log.ts', import.meta.url));
+const LOG_MODULE = fileURLToPath(new URL('../../src/observability/log.ts', import.meta.url));
 
 describe('loggers on stdout', () => {
   it('count the lines each of them dropped apart: two loggers in one process share no counter', async () => {

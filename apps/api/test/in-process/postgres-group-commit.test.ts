@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { EVENTS_CHANNEL } from '../../src/store/postgres/plants.ts';
-import { DURABLE_SESSION } from '../../src/store/postgres.ts';
-import type { NewDelivery, PlantStore } from '../../src/store/store.ts';
+import { DURABLE_SESSION } from '../../src/store/postgres/store.ts';
+import type { NewDelivery, PlantStore } from '../../src/store/contract.ts';
 import { TOKEN } from '../support/http.ts';
 import {
   postgresAvailable,

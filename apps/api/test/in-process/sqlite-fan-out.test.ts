@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { Database } from '../../src/store/sqlite/driver.ts';
-import type { PlantStore } from '../../src/store/store.ts';
+import type { PlantStore } from '../../src/store/contract.ts';
 import { TOKEN } from '../support/http.ts';
 import { sqliteTestStore, type TestStoreInstance } from '../support/stores.ts';
 

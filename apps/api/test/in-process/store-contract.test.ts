@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NewPlant } from '@plant-store/schema';
-import type { PlantPage } from '../../src/store/store.ts';
+import type { PlantPage } from '../../src/store/contract.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import {
   type EndpointDelivery,
   type NewDelivery,
   type PlantStore,
   StoreUnavailableError,
-} from '../../src/store/store.ts';
+} from '../../src/store/contract.ts';
 import { newPlantWebhook } from '../../src/webhooks/event.ts';
 import { TOKEN } from '../support/http.ts';
 import { type TestStoreInstance, testStores } from '../support/stores.ts';
@@ -50,7 +50,7 @@ const shuffled = <T>(items: T[]) =>
     .map(({ item }) => item);
 
 /**
- * The storage contract (store/store.ts), one suite registered per store as the api runs it:
+ * The storage contract (store/contract.ts), one suite registered per store as the api runs it:
  * DATABASE_URL → loadConfig → openStore. SQLite always; PostgreSQL whenever it is reachable.
  */
 describe.each(testStores())('the $name store', (testStore) => {

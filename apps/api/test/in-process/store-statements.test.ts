@@ -1,10 +1,10 @@
 import { Database } from '../../src/store/sqlite/driver.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { migrateStore } from '../../src/store/open-store.ts';
 // Every module that defines statements, so that `registered` holds them all.
-import '../../src/store/postgres.ts';
-import '../../src/store/sqlite.ts';
+import '../../src/store/postgres/store.ts';
+import '../../src/store/sqlite/store.ts';
 import { registered } from '../../src/store/sql.ts';
 import { TOKEN } from '../support/http.ts';
 import { type TestStoreInstance, testStores, withPostgresClient } from '../support/stores.ts';

@@ -6,11 +6,11 @@
  */
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import type { Delivery, PlantStore } from '../../src/store/store.ts';
+import type { Delivery, PlantStore } from '../../src/store/contract.ts';
 import { startTracing } from '../../src/tracing/sdk.ts';
-import { storeTracer } from '../../src/tracing/store.ts';
+import { storeTracer } from '../../src/tracing/traced-store.ts';
 import { TOKEN } from '../support/http.ts';
 import { type TestStoreInstance, testStores } from '../support/stores.ts';
 

@@ -8,9 +8,9 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { errorMiddleware } from '../../src/http/errors.ts';
-import { traceMiddleware } from '../../src/http/trace.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { errorMiddleware } from '../../src/http/error-middleware.ts';
+import { traceMiddleware } from '../../src/http/trace-middleware.ts';
 import { startTracing } from '../../src/tracing/sdk.ts';
 
 const exporter = new InMemorySpanExporter();

@@ -1,8 +1,8 @@
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import { MAX_BATCH_CALLS } from '../../src/http/trpc.ts';
-import type { AppRouter } from '../../src/router.ts';
+import { MAX_BATCH_CALLS } from '../../src/trpc/http-adapter.ts';
+import type { AppRouter } from '../../src/trpc/router.ts';
 import { apiOnStore } from '../support/api-on-store.ts';
 import type { RunningApi } from '../support/in-process.ts';
 import { JSON_HEADERS, send, TOKEN } from '../support/http.ts';

@@ -6,7 +6,7 @@ import type { RunningApi } from '../support/in-process.ts';
 import { sqliteTestStore } from '../support/stores.ts';
 
 /**
- * http/trpc.ts answers plain JSON mutations itself (its direct path) and hands everything else to
+ * trpc/http-adapter.ts answers plain JSON mutations itself (its direct path) and hands everything else to
  * tRPC's own node-http handler. The direct path writes tRPC's wire format with tRPC's public
  * helpers, and must stay indistinguishable from the handler: each request below is sent both ways
  * (`trpc-accept: application/json` makes the adapter use tRPC's handler) and must get the same

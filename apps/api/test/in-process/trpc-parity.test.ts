@@ -1,7 +1,7 @@
 import { createTRPCClient, httpBatchLink, httpLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import type { AppRouter } from '../../src/router.ts';
+import type { AppRouter } from '../../src/trpc/router.ts';
 import { apiOnStore } from '../support/api-on-store.ts';
 import type { RunningApi } from '../support/in-process.ts';
 import { postPlant, send, TOKEN } from '../support/http.ts';

@@ -1,4 +1,4 @@
-import { configuredTokenName } from '../../src/auth.ts';
+import { configuredTokenName } from '../../src/auth/tokens.ts';
 
 /** A raw HTTP answer, read whole. */
 export type Answer = { status: number; headers: Headers; text: string; json: unknown };

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tokenDigest } from '../../src/auth.ts';
-import type { Scope } from '../../src/scopes.ts';
-import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
-import { startServer } from '../../src/serve.ts';
+import { tokenDigest } from '../../src/auth/tokens.ts';
+import type { Scope } from '../../src/auth/scopes.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/observability/log.ts';
+import { startServer } from '../../src/server.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { TOKEN } from './http.ts';
 import { perFile } from './per-file.ts';
@@ -29,7 +29,7 @@ export type TestToken = { name: string; secret: string; scopes: readonly Scope[]
  * Starts the api in this process, wired as `main.js` wires it and with no build: the configuration
  * from `env` (with the same defaults as `startApiProcess`: production, 127.0.0.1, port 0, SQLite in
  * a fresh data directory, `TOKEN` as API_TOKENS), the store opened as main.ts opens it, the logger
- * of src/log.ts writing into `logs`, and `startServer` from serve.ts. For tests whose subject is
+ * of src/observability/log.ts writing into `logs`, and `startServer` from server.ts. For tests whose subject is
  * the HTTP contract; tests of the process itself (signals, exit codes, crashes, memory) use
  * `startApiProcess`.
  */

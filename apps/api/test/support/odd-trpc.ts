@@ -1,4 +1,4 @@
-import { listOperations } from '../../src/operations/index.ts';
+import { listOperations } from '../../src/operations/registry.ts';
 
 /**
  * `count` distinct /trpc batch paths naming odd combinations of procedures, as issue 22's row 5

@@ -1,7 +1,7 @@
 import pg from 'pg';
-import type { StoreConfig } from '../../config.ts';
+import type { StoreConfig } from '../../config/config.ts';
 import { atomically, bind, type Db, type Params, type Statement, statements, type Tx } from '../sql.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreUnavailableError } from '../contract.ts';
 
 /** `DATABASE_URL`, `DATABASE_POOL_SIZE` and `DATABASE_TIMEOUT_MS` (see `StoreConfig`). */
 export type PostgresStoreOptions = Omit<Extract<StoreConfig, { kind: 'postgres' }>, 'kind'>;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { EventLog } from '../store.ts';
+import type { EventLog } from '../contract.ts';
 import type { PostgresStoreOptions } from './connection.ts';
 
 const RECONNECT_MS = 500;

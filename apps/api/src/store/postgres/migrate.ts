@@ -1,7 +1,7 @@
 import pg from 'pg';
-import { type MigrateOptions, type MigrationResult, migrate } from '../migrate.ts';
+import { type MigrateOptions, type MigrationResult, migrate } from '../migration-runner.ts';
 import { atomically, bind } from '../sql.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreUnavailableError } from '../contract.ts';
 import { APPLICATION_NAME, type PostgresStoreOptions, toStoreError } from './connection.ts';
 
 /** Migrations (waiting for the lock included) are not on a request path. */

@@ -1,9 +1,9 @@
 import type { NewPlant } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
 import { groupCommit } from '../group-commit.ts';
-import { plantChanges, serverPage } from '../plants.ts';
+import { plantChanges, serverPage } from '../plant-rows.ts';
 import { statements } from '../sql.ts';
-import { KeyClaimLostError, type NewDelivery, type PlantStore, StoreUnavailableError } from '../store.ts';
+import { KeyClaimLostError, type NewDelivery, type PlantStore, StoreUnavailableError } from '../contract.ts';
 import type { connect } from './connection.ts';
 
 /** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */

@@ -1,9 +1,9 @@
 import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { groupCommit } from '../group-commit.ts';
-import { SQL as PLANTS } from '../plants.ts';
+import { SQL as PLANTS } from '../plant-rows.ts';
 import type { Db, Params, Result, Statement, Tx } from '../sql.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreUnavailableError } from '../contract.ts';
 import { type Connection, executor } from './connection.ts';
 
 /** A group commit's transaction; `exec` runs a statement at once, for writes that need no await. */

@@ -1,8 +1,8 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { currentTraceparent } from '../../tracing/commit.ts';
-import * as shared from '../plants.ts';
+import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
-import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../store.ts';
+import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../contract.ts';
 import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 

@@ -1,0 +1,164 @@
+import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
+import type { Expected } from '../operations/conditions.ts';
+import { currentTraceparent } from '../tracing/commit.ts';
+import { type Db, statements, type Tx } from './sql.ts';
+import { type KeyClaim, KeyClaimLostError, type KeyedAnswer, PAGE_BUDGET_BYTES } from './contract.ts';
+
+/** A page's bounds and filters (see `PlantStore.list`). */
+export type ListOptions = {
+  limit: number;
+  after?: bigint | undefined;
+  maxBytes?: number | undefined;
+  tag?: string | undefined;
+  namePrefix?: string | undefined;
+};
+export type PlantField = (typeof PLANT_FIELDS)[number];
+/** What an update sets: the members present; `tag: null` removes the tag. */
+export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
+/** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
+export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
+export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
+export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
+  return tag === null ? { id, name, version } : { id, name, tag, version };
+}
+
+export type Filter = 'tag' | 'prefix' | 'both';
+export function filterOf({ tag, namePrefix }: ListOptions): Filter | undefined {
+  if (tag === undefined) return namePrefix === undefined ? undefined : 'prefix';
+  return namePrefix === undefined ? 'tag' : 'both';
+}
+
+const TAG = 'tag = @tag';
+// Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
+const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
+
+/** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag). */
+export const filtered = (filter?: Filter) => `SELECT id, name, tag, version FROM plants
+  WHERE ${where(filter)} ORDER BY id LIMIT @limit`;
+export const where = (filter?: Filter) => `${filter ? `${WHERE[filter]} AND ` : ''}id >= @from`;
+const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
+
+/** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */
+const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
+    SELECT id, name, tag, version, count(*) OVER () AS candidates, row_number() OVER running AS n,
+      sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
+    FROM (${where}) AS page
+    WINDOW running AS (ORDER BY id ROWS UNBOUNDED PRECEDING)
+  ) AS sized
+  WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`;
+
+export const SQL = statements('plants', {
+  get: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
+  'page.all': page(filtered()),
+  'page.tag': page(filtered('tag')),
+  'page.prefix': page(filtered('prefix')),
+  'page.both': page(filtered('both')),
+  // Holds (on PostgreSQL, locks) the key's row only while this request's claim has it.
+  hold: `SELECT claim FROM idempotency_keys
+    WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL {for update}`,
+  answer:
+    'UPDATE idempotency_keys SET status = @status, body = @body, version = @version WHERE token_name = @tokenName AND key = @key',
+  // Locks the plant's row (PostgreSQL) before the events lock, the order creates and deletes take them in.
+  lock: 'SELECT id, name, tag, version FROM plants WHERE id = @id {for update}',
+  updated: `INSERT INTO plant_events (type, plant_id, name, tag, changed, created_at)
+    VALUES ('plant.updated', @id, @name, @tag, @changed, {now}) RETURNING id`,
+  set: 'UPDATE plants SET name = @name, tag = @tag, version = @version WHERE id = @id',
+  delete: 'DELETE FROM plants WHERE id = @id',
+  deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
+  // A delivery of `@payload` to each enabled endpoint that chose `@event`, as this transaction sees them.
+  fanOut: `
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
+    SELECT {delivery id}, id, url, @event, @payload, @traceContext, {now}, {now}, {now}
+    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
+});
+
+export const getPlant = (db: Db) => (id: bigint) =>
+  db.all<PlantRow>(SQL.get, { id }).then(([row]) => (row === undefined ? undefined : toPlant(row)));
+
+/** A page of plants bounded by the server: PostgreSQL's `list`. */
+export async function serverPage(db: Db, options: ListOptions) {
+  const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
+  const from = pageStart(after);
+  if (from === undefined) return { plants: [], more: false };
+  const statement = SQL[`page.${filterOf(options) ?? 'all'}`];
+  const params = Object.assign({}, options, { from, limit: limit + 1, maxBytes });
+  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, params);
+  const plants = rows.slice(0, limit).map(toPlant);
+  return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
+}
+
+const meets = (expected: Expected | undefined, version: bigint) =>
+  expected === undefined || expected === 'any' || expected.includes(version);
+
+/** How an engine appends events; `lockEvents` is taken before drawing an event id, so ids commit in order. */
+export type ChangeEngine = Pick<Db, 'transaction'> & { lockEvents(tx: Tx): Promise<void> };
+
+/** What a keyed change's transaction answers when its request no longer holds the key. */
+export const CLAIM_LOST = Symbol('claim lost');
+
+/** Updates and deletes: the row is locked before checking `expected`, so a second change sees the first's. */
+export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
+  async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
+    const result = await transaction(async (tx) =>
+      key && (await tx.run(SQL.hold, key)).rows.length === 0 ? CLAIM_LOST : work(tx),
+    );
+    if (result === CLAIM_LOST) throw new KeyClaimLostError();
+    return result as T;
+  }
+  const lock = async (tx: Tx, id: bigint) => (await tx.run<PlantRow>(SQL.lock, { id })).rows[0];
+
+  return {
+    update: (
+      { id, ...change }: PlantChange,
+      { expected, key }: { expected?: Expected | undefined; key?: KeyClaim | undefined } = {},
+    ): Promise<UpdateOutcome | undefined> => {
+      const traceContext = currentTraceparent();
+      return keyed(key, async (tx) => {
+        const row = await lock(tx, id);
+        if (row === undefined) return undefined;
+        if (!meets(expected, row.version)) return { stale: row.version };
+        const next = {
+          id,
+          name: change.name ?? row.name,
+          tag: change.tag === undefined ? row.tag : change.tag,
+        };
+        const changed: PlantField[] = PLANT_FIELDS.filter((field) => next[field] !== row[field]);
+        let plant = toPlant(row);
+        if (changed.length > 0) {
+          await lockEvents(tx);
+          // Not `{ ...next, version }`: Node 20 makes such a copy slowly, in the old generation.
+          const edit = Object.assign({}, next, { changed: changed.join(','), version: 0n });
+          edit.version = (await tx.run<{ id: bigint }>(SQL.updated, edit)).rows[0]!.id;
+          await tx.run(SQL.set, edit);
+          plant = toPlant(edit);
+          const payload = stringifyJson(Object.assign({}, plant, { changed }));
+          await tx.run(SQL.fanOut, { event: 'plant.updated', payload, traceContext });
+        }
+        const body = key && stringifyJson(plant);
+        if (key)
+          await tx.run(SQL.answer, Object.assign({}, key, { status: 200, body, version: plant.version }));
+        return { plant, changed };
+      });
+    },
+    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> => {
+      const traceContext = currentTraceparent();
+      return keyed(answer, async (tx) => {
+        const row = await lock(tx, id);
+        if (row === undefined) return false;
+        if (!meets(expected, row.version)) return { stale: row.version };
+        await tx.run(SQL.delete, { id });
+        await lockEvents(tx);
+        await tx.run(SQL.deleted, { id });
+        await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
+        if (answer) await tx.run(SQL.answer, answer);
+        return true;
+      });
+    },
+  };
+}
+
+/** The lowest id a page after `after` can hold; `undefined` after the greatest possible id. */
+export function pageStart(after: bigint | undefined): bigint | undefined {
+  if (after === undefined) return -(2n ** 63n);
+  return after < 2n ** 63n - 1n ? after + 1n : undefined;
+}
