@@ -5,8 +5,9 @@ export type Page = { plants: PlantWithId[]; next: PlantId | undefined };
 
 /**
  * Why a page cannot be read on from: its next page must come after the plants it lists (the api's
- * `next` is the last one's id) and after the `after` it was asked with, or a reader of every page
- * would go on forever. `undefined` when it does.
+ * `next` is the last one's id, or past it when a filtered page spent its scan budget, even on an
+ * empty page) and after the `after` it was asked with, or a reader of every page would go on
+ * forever. `undefined` when it does.
  */
 export function nextPageProblem(
   plants: readonly PlantWithId[],
@@ -14,8 +15,9 @@ export function nextPageProblem(
   after: PlantId | undefined,
 ): string | undefined {
   const last = plants.at(-1)?.id;
-  if (last === undefined) return 'it lists no plants but links to a next page';
-  if (next < last || (after !== undefined && next <= after)) {
+  if (last === undefined && after !== undefined && next <= after)
+    return `its next page (after=${next}) does not come after the after it was asked with (${after})`;
+  if ((last !== undefined && next < last) || (after !== undefined && next <= after)) {
     return `its next page (after=${next}) does not come after the plants it lists`;
   }
   return undefined;

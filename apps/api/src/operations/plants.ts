@@ -84,7 +84,10 @@ export const createPlant = defineOperation({
   rest: {
     status: 200,
     // On a replay too (rest.ts): the id is the request's, the same on every retry.
-    present: (answer, { input }) => ({ body: answer, headers: { 'Content-Location': `/plants/${input.id}` } }),
+    present: (answer, { input }) => ({
+      body: answer,
+      headers: { 'Content-Location': `/plants/${input.id}` },
+    }),
   },
 });
 
@@ -98,7 +101,9 @@ export const listPlants = defineOperation({
     description:
       'Returns all plants from the system that the user has access to, in ascending id order, one page at a time. ' +
       'While more remain, the answer has a `Link: <…>; rel="next"` header (RFC 8288) with the next page, which ' +
-      'keeps the filters. With `tag` and `name_prefix`, only the plants that match them.',
+      'keeps the filters. With `tag` and `name_prefix`, only the plants that match them. A page reads a ' +
+      'bounded number of plants: with a `name_prefix` that many names start with, a page may hold fewer ' +
+      'than `limit` plants, or none, and still have a next page: follow `Link` until there is none.',
     tags: ['plants'],
     successDescription: 'A page of plants',
     responseHeaders: z.object({ Link: HEADERS.link }),
@@ -114,9 +119,11 @@ export const listPlants = defineOperation({
     { limit, after, tag, name_prefix: namePrefix },
   ): Promise<{ plants: PlantWithId[]; next: bigint | null }> {
     const maxBytes = heavyReads.admit(request);
-    const { plants, more } = await storeCall(() => store.list({ limit, after, maxBytes, tag, namePrefix }));
+    const { plants, more, cursor } = await storeCall(() =>
+      store.list({ limit, after, maxBytes, tag, namePrefix }),
+    );
     checkShare(request, plants, maxBytes);
-    return { plants, next: more ? plants[plants.length - 1]!.id : null };
+    return { plants, next: more ? (cursor ?? plants[plants.length - 1]!.id) : null };
   },
   rest: {
     status: 200,

@@ -5,8 +5,11 @@ import type { sharedParts } from './shared.ts';
 /** UTF-8 bytes of name and tag one page of `list` holds at most: old or SQL-written rows can be megabytes. */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
 
-/** One page of `list`; `more`: plants with greater ids remain. */
-export type PlantPage = { plants: PlantWithId[]; more: boolean };
+/**
+ * One page of `list`; `more`: plants with greater ids may remain. `cursor`: the greatest id a page cut
+ * short by its scan budget read (store/filtered-pages.ts), after which the next page starts.
+ */
+export type PlantPage = { plants: PlantWithId[]; more: boolean; cursor?: bigint };
 export function textBytes(plant: { name: string; tag?: string | null }): number {
   return Buffer.byteLength(plant.name) + (plant.tag ? Buffer.byteLength(plant.tag) : 0);
 }

@@ -260,6 +260,17 @@ export const migrations: readonly Migration[] = [
     up: sqliteOnly(typeChecks(true)),
     down: sqliteOnly(typeChecks(false)),
   },
+  {
+    version: 15,
+    name: 'index plant names',
+    // A rare `name_prefix` is read as a range of this index (store/filtered-pages.ts), compared by code
+    // point: SQLite's BINARY collation; on PostgreSQL "C" whatever the database's, with the id beside it.
+    up: (dialect) =>
+      dialect === 'sqlite'
+        ? 'CREATE INDEX plants_name ON plants (name)'
+        : 'CREATE INDEX plants_name ON plants (name COLLATE "C", id)',
+    down: 'DROP INDEX plants_name',
+  },
 ];
 
 /**

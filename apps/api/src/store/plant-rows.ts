@@ -1,7 +1,8 @@
 import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
 import type { Expected } from '../operations/conditions.ts';
 import { currentTraceparent } from '../tracing/commit.ts';
-import { type Db, statements, type Tx } from './sql.ts';
+import { budgeted, candidates, PREFIX_INDEX_ROWS, prefixRange, SCAN_ROWS } from './filtered-pages.ts';
+import { type Db, type Statement, statements, type Tx } from './sql.ts';
 import { type KeyClaim, KeyClaimLostError, type KeyedAnswer, PAGE_BUDGET_BYTES } from './contract.ts';
 
 /** A page's bounds and filters (see `PlantStore.list`). */
@@ -32,11 +33,18 @@ const TAG = 'tag = @tag';
 // Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
 const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
-/** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag). */
+/**
+ * The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag);
+ * with a prefix, up to `@to` (the end of its scan budget, store/filtered-pages.ts).
+ */
 export const filtered = (filter?: Filter) => `SELECT id, name, tag, version FROM plants
   WHERE ${where(filter)} ORDER BY id LIMIT @limit`;
-export const where = (filter?: Filter) => `${filter ? `${WHERE[filter]} AND ` : ''}id >= @from`;
+export const where = (filter?: Filter) =>
+  `${filter ? `${WHERE[filter]} AND ` : ''}id >= @from${filter === 'prefix' || filter === 'both' ? ' AND id <= @to' : ''}`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
+/** How far `@budget` plants from `@from` reach, in id order (of the tag `@tag`, through its index). */
+const scanned = (filter: 'prefix' | 'both') => `SELECT count(*) AS seen, max(id) AS through FROM (
+    SELECT id FROM plants WHERE ${filter === 'both' ? `${TAG} AND ` : ''}id >= @from ORDER BY id LIMIT @budget) AS scanned`;
 
 /** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */
 const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
@@ -53,6 +61,14 @@ export const SQL = statements('plants', {
   'page.tag': page(filtered('tag')),
   'page.prefix': page(filtered('prefix')),
   'page.both': page(filtered('both')),
+  // The ids of (at most `@hits`) plants whose name is in `[@low, @high)`: a range of plants_name.
+  hits: `SELECT id FROM plants WHERE name {code points} >= @low AND name {code points} < @high
+    ORDER BY name {code points} LIMIT @hits`,
+  'scanned.prefix': scanned('prefix'),
+  'scanned.both': scanned('both'),
+  // PostgreSQL's page of a rare prefix: its plants among `@ids`, through the primary key in id order.
+  'page.ids': page(`SELECT id, name, tag, version FROM plants
+    WHERE id = ANY(CAST(@ids AS int8[])) AND (CAST(@tag AS text) IS NULL OR ${TAG}) AND ${PREFIX} ORDER BY id LIMIT @limit`),
   // Holds (on PostgreSQL, locks) the key's row only while this request's claim has it.
   hold: `SELECT claim FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL {for update}`,
@@ -80,11 +96,29 @@ export async function serverPage(db: Db, options: ListOptions) {
   const { limit, after, maxBytes = PAGE_BUDGET_BYTES } = options;
   const from = pageStart(after);
   if (from === undefined) return { plants: [], more: false };
-  const statement = SQL[`page.${filterOf(options) ?? 'all'}`];
-  const params = Object.assign({}, options, { from, limit: limit + 1, maxBytes });
-  const rows = await db.all<PlantRow & { candidates: bigint }>(statement, params);
-  const plants = rows.slice(0, limit).map(toPlant);
-  return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
+  const filter = filterOf(options) ?? 'all';
+  const params = Object.assign({}, options, { from, limit: limit + 1, maxBytes, to: 0n, budget: SCAN_ROWS });
+  const read = async (statement: Statement) => {
+    const rows = await db.all<PlantRow & { candidates: bigint }>(statement, params);
+    const plants = rows.slice(0, limit).map(toPlant);
+    return { plants, more: Number(rows[0]?.candidates ?? 0) > plants.length };
+  };
+  if (filter !== 'prefix' && filter !== 'both') return read(SQL[`page.${filter}`]);
+  const range = prefixRange(options.namePrefix!);
+  const hits = range && (await db.all<{ id: bigint }>(SQL.hits, { ...range, hits: PREFIX_INDEX_ROWS + 1 }));
+  if (hits && hits.length <= PREFIX_INDEX_ROWS) {
+    Object.assign(params, {
+      ids: candidates(
+        hits.map((hit) => hit.id),
+        from,
+      ),
+      tag: options.tag ?? null,
+    });
+    return read(SQL['page.ids']);
+  }
+  const [scan] = await db.all<{ seen: bigint; through: bigint | null }>(SQL[`scanned.${filter}`], params);
+  params.to = scan!.through ?? from;
+  return budgeted(await read(SQL[`page.${filter}`]), { seen: Number(scan!.seen), through: scan!.through });
 }
 
 const meets = (expected: Expected | undefined, version: bigint) =>

@@ -31,6 +31,7 @@ export interface Tx extends Pick<Db, 'run'> {
  *   one writer at a time holds them all.
  * - `{seq}`: insertion order, breaking ties of equal times (SQLite's rowid; PostgreSQL's `id`).
  * - `{json @rows}`: the elements of the JSON array `@rows`, each as `value`.
+ * - `{code points}`: text compared by code point (UTF-8 bytes): SQLite's default; PostgreSQL's `COLLATE "C"`.
  * - `{delivery id}`: a new `webhook-id`, time-ordered as `newWebhookId` makes them (webhooks/event.ts).
  */
 export function statements<K extends string>(prefix: string, texts: Record<K, string>): Record<K, Statement> {
@@ -45,7 +46,8 @@ export function statements<K extends string>(prefix: string, texts: Record<K, st
 }
 
 export const registered = new Map<string, Statement>();
-const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{json @(\w+)\}|@(\w+)/g;
+const WORDS =
+  /\{now(?: ([+-]) @(\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{code points\}|\{json @(\w+)\}|@(\w+)/g;
 
 function compile(text: string, dialect: Dialect): Compiled {
   const names: string[] = [];
@@ -62,6 +64,7 @@ function compile(text: string, dialect: Dialect): Compiled {
     if (word === '{for update}') return sqlite ? '' : 'FOR UPDATE';
     if (word === '{skip locked}') return sqlite ? '' : 'FOR UPDATE SKIP LOCKED';
     if (word === '{seq}') return sqlite ? 'rowid' : 'id';
+    if (word === '{code points}') return sqlite ? '' : 'COLLATE "C"';
     if (word === '{delivery id}')
       return sqlite
         ? `'msg_' || printf('%012x', ${param('now')}) || lower(hex(randomblob(10)))`

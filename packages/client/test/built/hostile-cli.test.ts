@@ -291,13 +291,14 @@ describe('list --all against a server that never stops paging', () => {
     expect(server.requests.map((seen) => seen.url)).toStrictEqual(['/plants', '/plants?after=1']);
   });
 
-  it('exits 1 on a page without plants that links to a next page', async () => {
+  it('reads on past a page without plants (a spent scan budget), but exits 1 when its next page does not move on', async () => {
     const server = await fake((res) => sendJson(res, 200, [], { link: '</plants?after=5>; rel="next"' }));
     expect(await plants(server, ['list', '--all'])).toEqual({
       code: 1,
       stdout: '',
-      stderr: `plants: [GET] ${server.url}/plants: 200 it lists no plants but links to a next page\n`,
+      stderr: `plants: [GET] ${server.url}/plants?after=5: 200 its next page (after=5) does not come after the after it was asked with (5)\n`,
     });
+    expect(server.requests.map((seen) => seen.url)).toStrictEqual(['/plants', '/plants?after=5']);
   });
 
   it('stops at --max-plants while the pages keep coming, with exit 1', async () => {

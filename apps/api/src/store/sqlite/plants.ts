@@ -3,6 +3,14 @@ import { currentTraceparent } from '../../tracing/commit.ts';
 import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
 import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../contract.ts';
+import {
+  budgeted,
+  candidates,
+  PREFIX_INDEX_ROWS,
+  prefixRange,
+  SCAN_ROWS,
+  type Scanned,
+} from '../filtered-pages.ts';
 import type { sqliteCommit } from './commit.ts';
 import type { Connection } from './connection.ts';
 
@@ -32,6 +40,9 @@ function bytes(filter?: 'tag') {
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
 type PlantTuple = [bigint, string, string | null, bigint];
+const GET = statements('sqlite.plants.byId', {
+  row: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
+});
 
 /** The SQLite store's plant writes, in its group commit, and its pages. */
 export function sqlitePlants(
@@ -41,6 +52,17 @@ export function sqlitePlants(
   const prepare = <R>({ sqlite }: Statement) => db.prepare<unknown[], R>(sqlite.text);
   const pages = new Map(Object.values(PAGES).map((page) => [page, prepare<PlantTuple>(page).raw(true)]));
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
+  const hits = prepare<bigint>(shared.SQL.hits).pluck(true);
+  const row = prepare<PlantTuple>(GET.row).raw(true);
+  const scans = { prefix: shared.SQL['scanned.prefix'], both: shared.SQL['scanned.both'] };
+  const scanned = { prefix: prepare<Scanned>(scans.prefix), both: prepare<Scanned>(scans.both) };
+  /** The plants of `ids` (ascending) tagged `tag`, if given: a rare prefix's, read one by one. */
+  function* byId(ids: readonly bigint[], tag: string | undefined) {
+    for (const id of ids) {
+      const plant = row.get(id);
+      if (plant !== undefined && (tag === undefined || plant[2] === tag)) yield plant;
+    }
+  }
   return {
     async create(plant, outbox = [], answer, endpointPayload) {
       const traceContext = currentTraceparent();
@@ -73,7 +95,21 @@ export function sqlitePlants(
         if (from === undefined) return { plants: [], more: false };
         const filter = shared.filterOf(options) ?? 'all';
         const page = pages.get(PAGES[filter])!;
-        const params = Object.assign({}, options, { from, limit });
+        const params = Object.assign({}, options, { from, limit, to: 0n, budget: SCAN_ROWS });
+        if (filter === 'prefix' || filter === 'both') {
+          const range = prefixRange(options.namePrefix!);
+          const ids =
+            range && hits.all(...bind(shared.SQL.hits.sqlite, { ...range, hits: PREFIX_INDEX_ROWS + 1 }));
+          if (ids && ids.length <= PREFIX_INDEX_ROWS)
+            return byRow(byId(candidates(ids, from), options.tag), limit, maxBytes);
+          const scan = scanned[filter].get(...bind(scans[filter].sqlite, params))!;
+          params.to = scan.through ?? from;
+          const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
+          return budgeted(byRow(page.iterate(...args), limit, maxBytes), {
+            seen: Number(scan.seen),
+            through: scan.through,
+          });
+        }
         const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
         const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
         if (size && sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
