@@ -2,84 +2,19 @@ import { ROOT_CONTEXT, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { describeCauses } from '../causes.ts';
 import { RequestError } from '../errors.ts';
-import { PLANT_EVENT_TYPES, type PlantEventType } from '@plant-store/schema';
 import type { EventLog, StoredEvent } from '../store/contract.ts';
+import {
+  EVENT_TYPES,
+  type EventHub,
+  type EventHubLimits,
+  type EventStream,
+  type EventType,
+  PAGE,
+  type StreamEnd,
+} from './event-stream.ts';
+import { refuseResume } from './resume.ts';
 
-/** A type of event a stream may ask for (`?types=`). */
-export type EventType = PlantEventType;
-/** Every type of event: a stream that asks for all of them is not filtered. */
-const EVENT_TYPES: readonly EventType[] = PLANT_EVENT_TYPES;
-
-/** Events read from the log per query, when catching up and when fanning out. */
-const PAGE = 500;
-
-export type EventHubLimits = {
-  /**
-   * Streams open at once on this instance (EVENT_STREAMS_MAX), shared fairly between tokens: when
-   * it is full, a token's new stream ends the oldest of a token holding at least two more (see
-   * `admit`), else 503 with Retry-After.
-   */
-  maxStreams: number;
-  /** Streams open at once per token (EVENT_STREAMS_PER_TOKEN); past it 429 with Retry-After. */
-  maxStreamsPerToken: number;
-  /** Events a stream may hold for a consumer that is not reading (EVENT_STREAM_BUFFER); past it the stream is cut. */
-  buffer: number;
-  /** How often the log is read even without a notification (EVENTS_POLL_MS): the bound on a missed one. */
-  pollMs: number;
-  /** Most events a resuming stream may replay (EVENTS_REPLAY_MAX); from further back, 410. */
-  maxReplay: number;
-};
-
-/**
- * Why a stream ended: the consumer stopped, it fell too far behind, the instance is shutting down,
- * it gave its place to another token's stream (the instance was full; see `admit`), or its token is
- * no longer active (see `EventHub.retain`).
- */
-export type StreamEnd = 'closed' | 'overflow' | 'shutdown' | 'displaced' | 'revoked';
-
-/** One consumer's events, in id order, without gaps or repeats; see `EventHub.open`. */
-export type EventStream = AsyncIterable<StoredEvent> & {
-  /** Ends the stream (the consumer went away); the iterator returns. */
-  close(): void;
-  /** Resolves with why the stream ended. */
-  readonly ended: Promise<StreamEnd>;
-  /**
-   * Takes the live events already waiting for this stream, in order, as if the iterator had
-   * yielded them (it goes on after the last one). Lets a writer send what piled up while it was
-   * busy as one write. Empty while the stream reads its backlog or when nothing is waiting.
-   * Read-only: streams that were caught up get the very same array, so a writer can serialise it
-   * once for all of them.
-   */
-  drain(): readonly StoredEvent[];
-  /**
-   * The backlog, read from the log page by page, for a writer that does not use the iterator:
-   * ends once the stream has joined the live ones (then `onLive` and `drain` take over). An empty
-   * iteration when the stream started live.
-   */
-  backlog(): AsyncIterable<readonly StoredEvent[]>;
-  /**
-   * Calls `listener` synchronously each time the hub hands this stream live events (take them
-   * with `drain`), and once when it ends: one call per fan-out, not per event, and no promise.
-   */
-  onLive(listener: () => void): void;
-};
-
-export type EventHub = {
-  /**
-   * Opens a stream of the events after `after` (or, without it, of those committed from now on):
-   * first the backlog, read from the log, then live events as they commit; only those of `types`
-   * when given (their ids stay the log's, with gaps between them). Throws a `RequestError` when
-   * `after` is older than the retention, more than `maxReplay` events back or past the store's
-   * newest event (410), or a limit is reached (429, 503).
-   */
-  open(options: { tokenName: string; after?: bigint; types?: readonly EventType[] }): Promise<EventStream>;
-  /** Streams open now. */
-  readonly size: number;
-  /** Ends ('revoked') every stream whose token `keep` refuses: called after each token reload. */
-  retain(keep: (tokenName: string) => boolean): void;
-  /** Ends every stream ('shutdown') and refuses new ones. */
-  close(): void;
-};
+export type { EventHub, EventHubLimits, EventStream, EventType, StreamEnd } from './event-stream.ts';
 
 /**
  * The live streams that ask for the same types of event. A page of new events is filtered once per
@@ -307,6 +242,8 @@ export function createEventHub(
       end(reason) {
         if (subscriber.done) return;
         subscriber.done = reason;
+        if (reason === 'overflow')
+          log.info({ token: tokenName, buffer: limits.buffer }, 'event stream cut: its consumer fell behind');
         subscriber.group.live.delete(subscriber);
         open.delete(subscriber);
         const mine = byToken.get(tokenName);
@@ -406,39 +343,6 @@ export function createEventHub(
       stop();
     },
   };
-}
-
-/**
- * Throws 410 when a stream cannot resume after `after`: its events are no longer kept, more than
- * `maxReplay` follow it, or it is past the newest event, so the store never sent it (a client of
- * a store restored from a backup, whose ids start lower again).
- */
-async function refuseResume(events: EventLog, maxReplay: number, after: bigint): Promise<void> {
-  if (after < (await events.prunedThrough())) {
-    throw new RequestError(
-      'gone',
-      `The events after ${after} are no longer kept (see EVENTS_RETENTION_MS); start again without a resume id.`,
-    );
-  }
-  // Counted through the index, no further than the bound: one more than it is enough to refuse.
-  const following = await events.countAfter(after, maxReplay + 1);
-  if (following > maxReplay) {
-    throw new RequestError(
-      'gone',
-      `More than ${maxReplay} events follow ${after}, more than a stream replays (see EVENTS_REPLAY_MAX); ` +
-        'start again without a resume id and list the plants to catch up.',
-    );
-  }
-  if (following > 0) return;
-  // The store's head, not a hub's: another instance may have sent an event this one has not read yet.
-  const newest = await events.head();
-  if (after > newest) {
-    throw new RequestError(
-      'gone',
-      `Event ${after} is past the newest event (${newest}): this store never sent it (was it restored from a backup?); ` +
-        'start again without a resume id and list the plants to catch up.',
-    );
-  }
 }
 
 /** The events of `page` of one of `types` (all of them when `types` is undefined: the page itself). */

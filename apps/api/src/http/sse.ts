@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { stringifyJson } from '@plant-store/schema';
 import type { Context } from 'koa';
-import type { EventStream } from '../events/hub.ts';
+import { type EventStream, OVERFLOW_GRACE_MS, OVERFLOW_MESSAGE } from '../events/event-stream.ts';
 import { toPlantEvent } from '../operations/events.ts';
 import type { StoredEvent } from '../store/contract.ts';
 
@@ -13,7 +13,8 @@ const RECONNECT_MS = 1_000;
  * a `: heartbeat` comment after `heartbeatMs` without a write. The backlog is written page by page
  * as the socket drains; live events are written as the hub hands them out, all that waits in one
  * write, and only while the socket is not backed up: otherwise they stay in the hub's bounded
- * buffer, where overflowing it cuts the connection (the client resumes by id). A shutdown, or the
+ * buffer, where overflowing it ends the stream with an `error` event saying so (`too_slow`), the connection
+ * cut if it is not read within OVERFLOW_GRACE_MS (the client resumes by id). A shutdown, or the
  * hub giving the stream's place to another token's (see `EventHubLimits.maxStreams`), ends the
  * stream cleanly: EventSource reconnects by itself. A revoked token's stream ends after a last
  * comment saying so (`: closed: the token was revoked`); EventSource's reconnection then gets 401.
@@ -68,8 +69,12 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
   void stream.ended.then((reason) => {
     clearTimeout(heartbeat);
     socket.off('drain', writeWaiting);
-    if (reason === 'overflow') socket.destroy();
-    else if (reason === 'shutdown') res.end();
+    if (reason === 'overflow') {
+      // Behind what the socket holds already: the consumer reads why once it gets there, or is cut.
+      if (!socket.destroyed) socket.write(body(OVERFLOWED));
+      res.end();
+      setTimeout(() => socket.destroy(), OVERFLOW_GRACE_MS).unref();
+    } else if (reason === 'shutdown') res.end();
     else if (reason === 'displaced' || reason === 'revoked') {
       // The comment says why to whoever reads; EventSource then reconnects by itself (and resumes by
       // id, or after a revocation gets 401).
@@ -119,6 +124,9 @@ const DISPLACED = chunk(
   ": closed: this instance's streams are shared between tokens, and this token held the most; reconnect to resume\n\n",
 );
 const REVOKED = chunk(': closed: the token was revoked\n\n');
+const OVERFLOWED = chunk(
+  `event: error\ndata: ${stringifyJson({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
+);
 
 /**
  * The frames of a run of events, built once per instance however many streams send it: the hub

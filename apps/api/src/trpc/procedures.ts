@@ -4,7 +4,7 @@ import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
 import { z } from 'zod';
 import { describeIssues, type HttpError, RequestError, toHttpError } from '../errors.ts';
-import type { EventStream } from '../events/hub.ts';
+import { type EventStream, OVERFLOW_GRACE_MS, OVERFLOW_MESSAGE } from '../events/event-stream.ts';
 import { replayedOutput } from '../operations/idempotency.ts';
 import {
   type AnyOperation,
@@ -198,8 +198,9 @@ function resumeInput(input: unknown): unknown {
 
 /**
  * A stream as a tRPC subscription over SSE: each event `tracked()` with its id, so that
- * `httpSubscriptionLink` resumes with `lastEventId` after a reconnection. A stream the hub cuts
- * (a consumer too slow, a shutdown) cuts the connection rather than completing the subscription,
+ * `httpSubscriptionLink` resumes with `lastEventId` after a reconnection. A consumer too slow for
+ * its events gets SERVICE_UNAVAILABLE saying so. A stream the hub cuts otherwise (a shutdown,
+ * another token's stream taking its place) cuts the connection rather than completing the subscription,
  * so the client reconnects (to another instance, after a shutdown) and resumes. A revoked token's
  * ends with UNAUTHORIZED, which the client does not retry.
  */
@@ -223,6 +224,11 @@ function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObjec
     const ended = await stream.ended;
     if (ended === 'revoked')
       throw toTrpcError(new RequestError('invalid_token', 'The bearer token was revoked.'));
+    if (ended === 'overflow') {
+      // The error goes behind what the socket holds already: read by then, or the connection is cut.
+      setTimeout(() => ctx.request.abort(), OVERFLOW_GRACE_MS).unref();
+      throw toTrpcError(new RequestError('busy', OVERFLOW_MESSAGE));
+    }
     if (ended !== 'closed') ctx.request.abort();
   });
 }
