@@ -1,6 +1,6 @@
 // `pnpm bench`: the api beside its bare baselines, and the benches of what users run at length.
 //
-//   node bench/run.mjs [compare|import|backlog|events|growth|soak|cold|profile|all]…   (after `pnpm build`)
+//   node bench/run.mjs [compare|import|backlog|events|growth|scale|soak|cold|profile|all]…   (after `pnpm build`)
 //
 // Each command is a module in commands/ exporting { name, run(settings) → result, render(result,
 // settings) → Markdown lines, targets(result, settings) → [{target, figure, result}] }. This entry
@@ -17,6 +17,7 @@ import events from './commands/events.mjs';
 import growth from './commands/growth.mjs';
 import importBench from './commands/import.mjs';
 import profile from './commands/profile.mjs';
+import scale from './commands/scale.mjs';
 import soak from './commands/soak.mjs';
 import { writeChart } from './lib/chart.mjs';
 import { resolveScenarios } from './lib/scenarios.mjs';
@@ -27,7 +28,7 @@ import { DEFAULT_POSTGRES_URL, postgresAnswers, redact } from './lib/stores.mjs'
 import { API_MAIN, CLI_MAIN, installCleanup, ROOT, setPinning } from './lib/system.mjs';
 import { checkTrpcBody } from './lib/workload.mjs';
 
-const COMMANDS = [compare, importBench, backlog, events, growth, soak, cold, profile];
+const COMMANDS = [compare, importBench, backlog, events, growth, scale, soak, cold, profile];
 
 let commands;
 let settings;

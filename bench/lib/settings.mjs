@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import { ROOT } from './system.mjs';
 
-export const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|growth|soak|cold|profile|all]...  (default: all)
+export const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|growth|scale|soak|cold|profile|all]...  (default: all)
 
   compare  the api beside its bare baselines, interleaved: REST and tRPC creates, a webhook subscriber,
            reads by id (and 304), pages, a tag page of 1,000,000 plants, PATCH, PostgreSQL
@@ -11,6 +11,7 @@ export const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|gr
   backlog  BENCH_BACKLOG_SECONDS of creates with one webhook subscriber: the outbox left behind
   events   BENCH_EVENT_STREAMS open event streams: added RSS, delivery latency, create throughput
   growth   REST creates with BENCH_GROWTH_SIZES plants already stored
+  scale    reads, writes, filtered pages, start-up and RSS at BENCH_SCALE_SIZES plants (SQLite)
   soak     BENCH_SOAK_SECONDS of creates, RSS every second: the plateau rule
   cold     spawn to the first 200 of a create
   profile  the api scenarios of BENCH_SCENARIOS under node --cpu-prof: self time by package and function
@@ -18,7 +19,7 @@ export const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|gr
 Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=5 BENCH_CONNECTIONS=50 BENCH_BATCH=10
   BENCH_SCENARIOS=<all> BENCH_DATABASE_URL=<local server if it answers>|none BENCH_IMPORT_PLANTS=100000
   BENCH_BACKLOG_SECONDS=60 BENCH_EVENT_STREAMS=1000 BENCH_EVENT_RATE=1000 BENCH_EVENT_SECONDS=10
-  BENCH_GROWTH_SIZES=0,100k,1M BENCH_SOAK_SECONDS=300 BENCH_API_MAIN=apps/api/dist/main.js
+  BENCH_GROWTH_SIZES=0,100k,1M BENCH_SCALE_SIZES=10k,1M,10M BENCH_SCALE_SECONDS=5 BENCH_SOAK_SECONDS=300 BENCH_API_MAIN=apps/api/dist/main.js
   BENCH_OUT=bench/results/latest BENCH_TMPDIR=<os tmpdir> BENCH_KEEP=0 BENCH_STRICT=0
   BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 BENCH_PIN=1`;
 
@@ -66,6 +67,8 @@ export function readSettings() {
     eventRate: count('BENCH_EVENT_RATE', 1000, 1),
     eventSeconds: count('BENCH_EVENT_SECONDS', 10, 1),
     growthSizes: [...new Set(sizes)].sort((a, b) => a - b),
+    scaleSizes: (env.BENCH_SCALE_SIZES?.trim() || '10k,1M,10M').split(',').map(parseCount),
+    scaleSeconds: count('BENCH_SCALE_SECONDS', 5, 1),
     soakSeconds: count('BENCH_SOAK_SECONDS', 300, 3),
     tmpBase: resolve(env.BENCH_TMPDIR?.trim() || env.TMPDIR || '/tmp'),
     out: resolve(ROOT, env.BENCH_OUT?.trim() || 'bench/results/latest'),

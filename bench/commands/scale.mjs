@@ -1,0 +1,221 @@
+// `scale`: the api on SQLite stores of BENCH_SCALE_SIZES plants (default 10k,1M,10M), each filled once
+// into the api's own migrated schema. Per size: start to /readyz 200, each request's rate (closed
+// loops, BENCH_SCALE_SECONDS each), server peak RSS, and GET by id's p99 idle against alongside pages
+// of a rare prefix, a rare tag and a common prefix with a tag (issue 42's "no request's cost grows
+// with rows it does not return").
+import { Agent, request } from 'node:http';
+import { progress, TOKEN } from '../lib/session.mjs';
+import {
+  atLeast,
+  fmtCount,
+  fmtInt,
+  fmtMs,
+  fmtRatio,
+  ratio,
+  round1,
+  round2,
+  table,
+  target,
+} from '../lib/stats.mjs';
+import { copyStore, makeStore } from '../lib/stores.mjs';
+import { makeTempDir, removeTempDir, sampleMemory, sleep, spawnServer } from '../lib/system.mjs';
+
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+/** Plant `i` (id i + 1): `Plant <id>`, tagged `t<id mod 100>`, but ten spread ones tagged `rare`. */
+const plantOf = (rows) => (i) => [
+  i + 1,
+  `Plant ${i + 1}`,
+  (i + 1) % Math.floor(rows / 10) === 7 ? 'rare' : `t${(i + 1) % 100}`,
+];
+const pick = (rows) => 1 + Math.floor(Math.random() * rows);
+let created = 0;
+
+/** What each kind of request sends, for a store of `rows` plants. */
+const KINDS = {
+  get: (rows) => ({ path: `/plants/${pick(rows)}` }),
+  patch: (rows) => ({
+    method: 'PATCH',
+    path: `/plants/${pick(rows)}`,
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: `{"tag":"p${created++ % 2}"}`,
+  }),
+  create: () => ({
+    method: 'POST',
+    path: '/plants',
+    headers: { 'content-type': 'application/json' },
+    body: `{"id":${-1 - Math.floor(Math.random() * 2 ** 52)},"name":"New","tag":"bench"}`,
+  }),
+  'first page': () => ({ path: '/plants' }),
+  'tag page': () => ({ path: '/plants?tag=t7' }),
+  'prefix page': () => ({ path: '/plants?name_prefix=Plant%205' }),
+};
+/** The pages sent alongside GETs: a prefix few names start with, a rare tag, a common prefix with a tag. */
+const RARE = {
+  'rare prefix': (rows) => ({ path: `/plants?name_prefix=Plant%20${rows - 3}` }),
+  'no prefix': () => ({ path: '/plants?name_prefix=zzz' }),
+  'rare tag': () => ({ path: '/plants?tag=rare' }),
+  'prefix + tag': () => ({ path: '/plants?name_prefix=Plant%201&tag=t3' }),
+};
+
+function send(agent, url, { method = 'GET', path, headers = {}, body }) {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, url), { method, agent, headers: { ...AUTH, ...headers } }, (res) => {
+      res.on('data', () => {});
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** `connections` closed loops sending `next()` for `seconds`: rate, latency percentiles, bad answers. */
+async function loops(url, connections, seconds, next) {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const times = [];
+  let bad = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (performance.now() < end) {
+        const started = performance.now();
+        const status = await send(agent, url, next()).catch(() => 0);
+        times.push(performance.now() - started);
+        if (status < 200 || status > 299) bad++;
+      }
+    }),
+  );
+  agent.destroy();
+  times.sort((a, b) => a - b);
+  const at = (q) => round2(times[Math.min(times.length - 1, Math.floor(q * times.length))]);
+  return { perSec: Math.round(times.length / seconds), p50: at(0.5), p99: at(0.99), max: at(1), bad };
+}
+
+async function measureSize(settings, template, rows) {
+  const dir = makeTempDir(`scale-${fmtCount(rows)}`, settings.tmpBase);
+  try {
+    copyStore(template, dir);
+    const started = performance.now();
+    const server = await spawnServer('api', { dir, token: TOKEN });
+    const memory = sampleMemory(server.pid, 200);
+    try {
+      for (;;) {
+        const status = await send(undefined, server.url, { path: '/readyz' }).catch(() => 0);
+        if (status === 200) break;
+        if (performance.now() - started > 120_000) throw new Error('not ready within 120 s');
+        await sleep(5);
+      }
+      const readyMs = Math.round(performance.now() - started);
+      const seconds = settings.scaleSeconds;
+      const get = () => KINDS.get(rows);
+      await loops(server.url, 16, 1, get);
+      const kinds = {};
+      for (const [kind, make] of Object.entries(KINDS))
+        kinds[kind] = await loops(server.url, 16, seconds, () => make(rows));
+      // Idle and alongside in turn, three rounds each: the medians.
+      const rounds = { idle: [], alongside: [] };
+      const rare = {};
+      for (let round = 0; round < 3; round++) {
+        rounds.idle.push(await loops(server.url, 4, seconds, get));
+        const [alongside] = await Promise.all([
+          loops(server.url, 4, seconds, get),
+          ...Object.entries(RARE).map(async ([kind, make]) => {
+            (rare[kind] ??= []).push(await loops(server.url, 1, seconds, () => make(rows)));
+          }),
+        ]);
+        rounds.alongside.push(alongside);
+      }
+      const middle = (list) => [...list].sort((a, b) => a.p99 - b.p99)[1];
+      const [idle, alongside] = [middle(rounds.idle), middle(rounds.alongside)];
+      for (const kind of Object.keys(RARE)) rare[kind] = middle(rare[kind]);
+      const result = { rows, readyMs, kinds, idle, alongside, rare, peakRssMb: round1(memory.stop().peakMb) };
+      progress(`[scale] ${fmtCount(rows)}: ${JSON.stringify(result)}`);
+      return result;
+    } finally {
+      memory.stop();
+      await server.stop();
+    }
+  } finally {
+    removeTempDir(dir);
+  }
+}
+
+async function run(settings) {
+  const results = [];
+  for (const rows of settings.scaleSizes) {
+    const template = await makeStore(settings, `scale-${fmtCount(rows)}`, rows, plantOf(rows));
+    try {
+      results.push(await measureSize(settings, template, rows));
+    } finally {
+      removeTempDir(template.dir);
+    }
+  }
+  const first = results[0];
+  for (const r of results) {
+    r.vsFirst = Object.fromEntries(
+      Object.keys(KINDS).map((kind) => [kind, round2(ratio(r.kinds[kind].perSec, first.kinds[kind].perSec))]),
+    );
+    r.getP99Alongside = round2(ratio(r.alongside.p99, r.idle.p99));
+  }
+  return { results };
+}
+
+const render = ({ results }, settings) => [
+  `## Scale: the api on SQLite stores of ${results.map((r) => fmtCount(r.rows)).join(', ')} plants (${settings.scaleSeconds} s a measure)`,
+  '',
+  table(
+    ['request', ...results.map((r) => `${fmtCount(r.rows)}: /s (×)`)],
+    Object.keys(KINDS).map((kind) => [
+      kind,
+      ...results.map((r) => `${fmtInt(r.kinds[kind].perSec)} (${fmtRatio(r.vsFirst[kind])})`),
+    ]),
+  ),
+  '',
+  table(
+    ['measure', ...results.map((r) => fmtCount(r.rows))],
+    [
+      ['ready after start (ms)', ...results.map((r) => fmtInt(r.readyMs))],
+      ['server peak RSS (MiB)', ...results.map((r) => r.peakRssMb)],
+      ['GET p99 idle (ms)', ...results.map((r) => fmtMs(r.idle.p99))],
+      [
+        'GET p99 alongside rare pages (ms)',
+        ...results.map((r) => `${fmtMs(r.alongside.p99)} (${fmtRatio(r.getP99Alongside)})`),
+      ],
+      ...Object.keys(RARE).map((kind) => [
+        `${kind} page p50 / p99 / max (ms)`,
+        ...results.map(
+          (r) => `${fmtMs(r.rare[kind].p50)} / ${fmtMs(r.rare[kind].p99)} / ${fmtMs(r.rare[kind].max)}`,
+        ),
+      ]),
+    ],
+  ),
+  '',
+];
+
+function targets({ results }) {
+  const last = results.at(-1);
+  const size = fmtCount(last.rows);
+  const bad = results.reduce(
+    (n, r) =>
+      n +
+      [r.idle, r.alongside, ...Object.values(r.kinds), ...Object.values(r.rare)].reduce(
+        (m, l) => m + l.bad,
+        0,
+      ),
+    0,
+  );
+  return [
+    ...Object.keys(KINDS).map((kind) =>
+      atLeast(`${kind} at ${size}, × at ${fmtCount(results[0].rows)}`, last.vsFirst[kind], 0.8),
+    ),
+    target(`Ready after start at ${size} ≤ 2,000 ms`, fmtInt(last.readyMs), last.readyMs <= 2000),
+    target(`Server peak RSS at ${size} ≤ 200 MiB`, String(last.peakRssMb), last.peakRssMb <= 200),
+    target(
+      `GET p99 alongside rare pages at ${size} ≤ 2× idle`,
+      fmtRatio(last.getP99Alongside),
+      last.getP99Alongside <= 2,
+    ),
+    target('Every scale request answered 2xx (check)', String(bad), bad === 0),
+  ];
+}
+
+export default { name: 'scale', run, render, targets };
