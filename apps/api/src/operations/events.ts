@@ -21,8 +21,8 @@ export const plantEvents = defineOperation({
       'disconnect, send the last id seen as `Last-Event-ID` (EventSource does) or `?after=`: every event after ' +
       'it follows, in order, without repeats, then live ones. Events are kept for EVENTS_RETENTION_MS; resuming ' +
       'from before that answers 410, and so does resuming after an id past the newest event in the log (after a ' +
-      'restore from a backup, say): start again without an id. A consumer too slow to keep up is disconnected, ' +
-      'and resumes by id. HEAD answers as GET would (the same checks, status and headers) and opens no stream.',
+      'restore from a backup, say): start again without an id. A consumer more than EVENT_STREAM_BUFFER events ' +
+      'behind gets an `error` event (`data: {"error":"too_slow",…}`) and is disconnected; it resumes by id. HEAD answers as GET would (the same checks, status and headers) and opens no stream.',
     tags: ['plants'],
     requestHeaders: z.object({
       'Last-Event-ID': EventIdSchema.optional().meta({
