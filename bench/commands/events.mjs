@@ -65,7 +65,8 @@ const pace = ({ eventRate: rate, eventSeconds: seconds }, worker, server, idStar
 const rssMb = (server) => round1(processStats(server.pid).rssMb);
 const describe = (p) =>
   `${p.sent} creates at ${p.rate}/s, ${p.eventsReceived} of ${p.eventsExpected} events, ${p.streamsCut} cut, ` +
-  `from createdAt p50 ${p.fromCommit?.p50} p99 ${p.fromCommit?.p99} ms, from send p99 ${p.fromSend?.p99} ms`;
+  `from createdAt p50 ${p.fromCommit?.p50} p99 ${p.fromCommit?.p99} ms, from send p99 ${p.fromSend?.p99} ms` +
+  (p.serverCore === undefined ? '' : `, server ${p.serverCore} of a core`);
 
 async function sqlite(settings, worker) {
   const dir = makeTempDir('events', settings.tmpBase);
@@ -89,7 +90,12 @@ async function sqlite(settings, worker) {
     await sleep(2000);
     const rssIdleMb = rssMb(server);
     const memory = sampleMemory(server.pid, 250);
+    const [cpuBefore, started] = [processStats(server.pid).cpuSeconds, performance.now()];
     const paced = await pace(settings, worker, server, 4e9);
+    // The share of a core the server spent fanning the events out (1: saturated).
+    paced.serverCore = round2(
+      (processStats(server.pid).cpuSeconds - cpuBefore) / ((performance.now() - started) / 1000),
+    );
     progress(`[events] SQLite: ${describe(paced)}`);
     const every = await throughput(settings, server, 5e9);
     const after = await worker

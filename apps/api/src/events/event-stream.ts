@@ -48,6 +48,11 @@ export type EventStream = AsyncIterable<StoredEvent> & {
    */
   drain(): readonly StoredEvent[];
   /**
+   * What `drain` takes, as the runs the hub handed out: each run the same array for every stream
+   * that kept up, so a writer can write each one's bytes, made once, to every socket.
+   */
+  drainRuns(): readonly (readonly StoredEvent[])[];
+  /**
    * The backlog, read from the log page by page, for a writer that does not use the iterator:
    * ends once the stream has joined the live ones (then `onLive` and `drain` take over). An empty
    * iteration when the stream started live.

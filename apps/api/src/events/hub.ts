@@ -162,11 +162,16 @@ export function createEventHub(
 
   /** The live events waiting for a stream, taken: the shared page itself when there is one. */
   function take(subscriber: Subscriber): readonly StoredEvent[] {
+    const pages = takeRuns(subscriber);
+    return pages.length === 1 ? pages[0]! : pages.flat();
+  }
+
+  function takeRuns(subscriber: Subscriber): readonly (readonly StoredEvent[])[] {
     if (subscriber.done || subscriber.waiting === 0) return [];
     const { pages } = subscriber;
     subscriber.pages = [];
     subscriber.waiting = 0;
-    return pages.length === 1 ? pages[0]! : pages.flat();
+    return pages;
   }
 
   /** The group of the streams asking for `types`, made on first use. */
@@ -266,6 +271,7 @@ export function createEventHub(
       ended,
       close: () => subscriber.end('closed'),
       drain: () => take(subscriber),
+      drainRuns: () => takeRuns(subscriber),
       backlog: () => backlog(subscriber),
       onLive(listener) {
         subscriber.listener = listener;
