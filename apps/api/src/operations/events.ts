@@ -1,4 +1,9 @@
-import { EventIdSchema, type PlantEvent, PlantEventSchema, PlantEventsQuerySchema } from '@plant-store/schema';
+import {
+  EventIdSchema,
+  type PlantEvent,
+  PlantEventSchema,
+  PlantEventsQuerySchema,
+} from '@plant-store/schema';
 import { z } from 'zod';
 import type { EventStream } from '../events/hub.ts';
 import { defineOperation } from './operation.ts';
@@ -50,7 +55,16 @@ export const plantEvents = defineOperation({
     events.open({ tokenName: principal.tokenName, after, types }),
 });
 
-/** An event as both streams send it. */
+const sentEvents = new WeakMap<StoredEvent, PlantEvent>();
+/**
+ * An event as both streams send it: one object per event, whatever the streams (the hub hands all
+ * the same stored event), so it is serialized once. Read-only.
+ */
 export function toPlantEvent(event: StoredEvent): PlantEvent {
-  return Object.assign({}, event, { createdAt: event.createdAt.toISOString() }) as PlantEvent;
+  let sent = sentEvents.get(event);
+  if (sent === undefined) {
+    sent = Object.assign({}, event, { createdAt: event.createdAt.toISOString() }) as PlantEvent;
+    sentEvents.set(event, sent);
+  }
+  return sent;
 }

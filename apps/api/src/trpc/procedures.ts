@@ -32,8 +32,20 @@ const SUBSCRIPTION_PING_MS = 15_000;
 /** Serializes inputs and outputs over /trpc: superjson carries bigint ids exactly. */
 export const transformer = superjson;
 
+/**
+ * What tRPC writes is serialized once per object: every subscription yields the same event object
+ * for an event (`toPlantEvent`), so superjson walks it once however many streams carry it.
+ */
+const serialized = new WeakMap<object, ReturnType<typeof superjson.serialize>>();
+const serializeOnce = (value: unknown) => {
+  if (typeof value !== 'object' || value === null) return superjson.serialize(value as never);
+  let done = serialized.get(value);
+  if (done === undefined) serialized.set(value, (done = superjson.serialize(value as never)));
+  return done;
+};
+
 const t = initTRPC.context<Context>().create({
-  transformer,
+  transformer: { input: superjson, output: { serialize: serializeOnce, deserialize: superjson.deserialize } },
   // Never put stack traces in answers, whatever NODE_ENV is.
   isDev: false,
   // Subscriptions (SSE): a ping keeps proxies from closing an idle stream.
