@@ -293,6 +293,12 @@ const SQLITE_OR_CHECKS: Record<string, string> = {
 };
 const withOrChecks = replacing(SQLITE_OR_CHECKS);
 
+/** What version 15 (a rare `name_prefix` read from an index) adds: the name index, by code point. */
+const SQLITE_NAMES = ['index plants_name: CREATE INDEX plants_name ON plants (name)'];
+const POSTGRES_NAMES = [
+  'index plants_name: CREATE INDEX plants_name ON public.plants USING btree (name COLLATE "C", id)',
+];
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
   current: withOrChecks(
@@ -310,7 +316,9 @@ const sqliteLeg: Leg = {
         ),
       ),
     ),
-  ).sort(),
+  )
+    .concat(SQLITE_NAMES)
+    .sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -349,6 +357,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_UPDATES,
     ...POSTGRES_TRACE_CONTEXT,
     ...POSTGRES_ANSWER_VERSION,
+    ...POSTGRES_NAMES,
   ]).sort(),
   async open() {
     const store = await postgresTestStore.setup();
