@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { StoredEndpoint } from '../store/contract.ts';
+import type { Logger } from 'pino';
+import type { Standing } from '../auth/tokens.ts';
+import type { StoredEndpoint, WebhookEndpointStore } from '../store/contract.ts';
 import type { EndpointResolver } from './dns.ts';
 import type { SecretBox } from './secrets.ts';
 import { type Signer, webhookSigner } from './send.ts';
@@ -45,4 +47,28 @@ export function endpointSigner(endpoint: StoredEndpoint, box: SecretBox, now = (
     const signature = current(id, timestamp, payload);
     return now() < until ? `${signature} ${previous(id, timestamp, payload)}` : signature;
   };
+}
+
+/**
+ * Whether an endpoint must get nothing now. A disabled one never does: its pending deliveries,
+ * which a create enqueued as it was being disabled, are failed. An enabled one whose owner is no
+ * longer an active token with `read` is disabled here, for good, the same way. While the
+ * owner's standing is unknown (issued tokens stale), nothing is sent and nothing disabled.
+ */
+export async function withheld(
+  endpoint: StoredEndpoint,
+  endpoints: { store: WebhookEndpointStore; owner: (name: string) => Promise<Standing> },
+  log: Logger,
+): Promise<boolean> {
+  if (endpoint.disabled !== null) {
+    await endpoints.store.disable(endpoint.id, endpoint.disabled.reason);
+    return true;
+  }
+  const owner = await endpoints.owner(endpoint.owner);
+  if (owner.state === 'unknown') return true;
+  if (owner.state === 'active' && owner.scopes.includes('read')) return false;
+  const reason = owner.state === 'active' ? 'token_lacks_read' : 'token_inactive';
+  await endpoints.store.disable(endpoint.id, reason);
+  log.warn({ endpointId: endpoint.id, owner: endpoint.owner, reason }, 'webhook endpoint disabled');
+  return true;
 }

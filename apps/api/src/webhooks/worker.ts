@@ -1,18 +1,28 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import type { Standing } from '../auth/tokens.ts';
 import { describeCauses } from '../causes.ts';
 import { startPruning } from '../store/pruning.ts';
 import type { WebhookConfig } from '../config/config.ts';
-import type { Delivery, DeliveryOutbox, StoredEndpoint, WebhookEndpointStore } from '../store/contract.ts';
+import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/contract.ts';
 import { startAttemptSpan } from '../tracing/delivery.ts';
-import { retryDelay } from './backoff.ts';
-import { type Breaker, createBreaker } from './breaker.ts';
-import { type EndpointSettings, endpointSigner } from './endpoints.ts';
+import { createBreaker } from './breaker.ts';
+import { type EndpointSettings, endpointSigner, withheld } from './endpoints.ts';
 import type { openConnections } from './connections.ts';
-import { AttemptCut, redactUrl, type Signer, sendDelivery, urlDigest, webhookSigner } from './send.ts';
+import { batched, wakeableNaps } from './naps.ts';
+import { outcomeRecorder } from './outcomes.ts';
+import { AttemptCut, redactUrl, sendDelivery, urlDigest, webhookSigner } from './send.ts';
+import {
+  CLAIMS_AT_ONCE,
+  FORGET_AFTER_MS,
+  HELD_IN_ALL,
+  HELD_PER_SUBSCRIBER,
+  MAX_SUBSCRIBERS,
+  type Subscriber,
+} from './subscriber.ts';
+
+export { wakeableNaps } from './naps.ts';
 
 export type DeliveryWorker = {
   /**
@@ -37,67 +47,9 @@ export type DeliveryWorkerOptions = {
     owner: (name: string) => Promise<Standing>;
   };
   /** prom-client's (from metrics.ts): attempts by outcome, deliveries given up, open circuit breakers. */
-  metrics?: {
-    webhookAttempts: { inc(labels: { outcome: 'delivered' | 'retry' | 'failed' }): void };
-    webhookFailures: { inc(): void };
-    webhookCircuitsOpen: { set(value: number): void };
-  };
+  metrics?: Parameters<typeof outcomeRecorder>[3] & { webhookCircuitsOpen: { set(value: number): void } };
   /** With tracing on: a CLIENT span per attempt, its `traceparent` sent to the receiver. */
   tracer?: Tracer;
-};
-
-/** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
-const MAX_SUBSCRIBERS = 1_000;
-/** Claims in flight at once: the store's connections also serve requests. */
-const CLAIMS_AT_ONCE = 4;
-/**
- * Most deliveries one subscriber holds (claimed and not yet recorded: queued, being attempted, or
- * their outcome being written). Claiming many at once keeps up with creates, though each claim is a
- * write that waits for a commit; the bound keeps memory bounded.
- */
-const HELD_PER_SUBSCRIBER = 512;
-/** Most deliveries all subscribers hold together, beyond each one's `concurrency` (which it always gets). */
-const HELD_IN_ALL = 4_096;
-/**
- * How long a subscriber with nothing pending is kept (its connections open, as long as its receiver
- * keeps them): a delivery every few seconds goes over the connection the last one opened.
- */
-const FORGET_AFTER_MS = 30_000;
-
-/** A claimed delivery waiting for a slot, and the latest time (`performance.now()`) its attempt may start. */
-type Queued = { delivery: Delivery; startBy: number };
-
-/**
- * This process's view of one subscriber: an operator URL or a registered endpoint. What it holds,
- * its attempts in flight and its circuit breaker.
- */
-type Subscriber = {
-  /** The operator URL, or the endpoint's id: what its deliveries are claimed by, and its key here. */
-  target: { url: string } | { endpointId: string };
-  /**
-   * What logs say of it: the URL's origin (its path and query can hold a secret, as Slack's do) and
-   * the endpoint's id, or for an operator URL a digest of it (see `urlDigest`).
-   */
-  shown: { url: string; endpointId: string } | { url: string; urlDigest: string };
-  /** Signs its attempts: the operator secret, or the endpoint's secrets as last read. */
-  sign: Signer;
-  /** A registered endpoint's sealed secrets that `sign` was made from. */
-  secrets?: string;
-  /**
-   * Its kept-alive connections (connections.ts): a registered endpoint's resolve its host within
-   * its owner's lookup caps and go to public addresses only; closed when it is forgotten.
-   */
-  connections: Dispatcher;
-  /** When (`performance.now()`) an attempt last started: it is forgotten only after `FORGET_AFTER_MS` idle. */
-  lastUsed: number;
-  /** Claimed deliveries not yet attempted, oldest due first. */
-  queue: Queued[];
-  /** Claimed deliveries whose outcome is not yet recorded (the queue's included). */
-  held: number;
-  inFlight: number;
-  breaker: Breaker;
-  /** The last claim took all it asked for, or could ask for none: more may be due, so a drained queue starts a round. */
-  saturated: boolean;
 };
 
 /**
@@ -108,8 +60,7 @@ type Subscriber = {
  * the same time). A claim takes up to `HELD_PER_SUBSCRIBER` deliveries, which wait in a local queue
  * for a slot; one that could not end within its lease is handed back (`release`) instead of attempted,
  * and so are the queued ones when the URL's breaker opens or the worker stops: they keep their
- * attempts. Records each outcome: delivered (in batches: one write for all that succeeded meanwhile);
- * due again after a backoff; or, after `maxAttempts`, failed (a log line and a metric). While a URL's
+ * attempts. Records each outcome (outcomes.ts). While a URL's
  * breaker is open its deliveries are neither claimed nor attempted. Polls every `pollIntervalMs`,
  * and at once when a subscriber that had more due has room again. Deletes delivered rows past
  * `retentionMs` and failed ones past `failedRetentionMs`, in batches.
@@ -144,13 +95,7 @@ export function startDeliveryWorker({
   /** Loaded when there is first something to deliver (see connections.ts). */
   let connections: typeof import('./connections.ts') | undefined;
   let heldInAll = 0;
-  const backoff = { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs };
-  const markDelivered = batched((items: { id: string; status: number }[]) =>
-    outbox.markDelivered(
-      items.map((item) => item.id),
-      items.map((item) => item.status),
-    ),
-  );
+  const record = outcomeRecorder(outbox, config, log, metrics);
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
   let woken = false;
@@ -259,28 +204,7 @@ export function startDeliveryWorker({
     // The slot is free while the outcome is written.
     pump(to);
     try {
-      if (!outcome.ok && outcome.abandoned) {
-        // Released now rather than when the lease ends: another instance, or the next start, takes it.
-        await outbox.retry(delivery.id, { delayMs: 0, error: outcome.error });
-        log.info(about, 'webhook attempt abandoned at shutdown');
-      } else if (outcome.ok) {
-        await markDelivered({ id: delivery.id, status: outcome.status });
-        metrics?.webhookAttempts.inc({ outcome: 'delivered' });
-        log.info(Object.assign({}, about, { status: outcome.status, ms }), 'webhook delivered');
-      } else if (delivery.attempts >= config.maxAttempts) {
-        await outbox.markFailed(delivery.id, outcome.error, outcome.status);
-        metrics?.webhookAttempts.inc({ outcome: 'failed' });
-        metrics?.webhookFailures.inc();
-        log.error({ ...about, error: outcome.error }, 'webhook delivery failed');
-      } else {
-        const delayMs = retryDelay(delivery.attempts, backoff);
-        await outbox.retry(delivery.id, { delayMs, error: outcome.error, responseCode: outcome.status });
-        metrics?.webhookAttempts.inc({ outcome: 'retry' });
-        log.warn(
-          Object.assign({}, about, { error: outcome.error, retryInMs: delayMs }),
-          'webhook attempt failed',
-        );
-      }
+      await record(delivery, outcome, about, ms);
     } catch (error) {
       // Not recorded: the lease runs out and the delivery is attempted again (at least once).
       log.warn({ ...about, reason: describeCauses(error) }, 'webhook outcome not recorded');
@@ -311,26 +235,6 @@ export function startDeliveryWorker({
   }
 
   /**
-   * Whether an endpoint must get nothing now. A disabled one never does: its pending deliveries,
-   * which a create enqueued as it was being disabled, are failed. An enabled one whose owner is no
-   * longer an active token with `read` is disabled here, for good, the same way. While the
-   * owner's standing is unknown (issued tokens stale), nothing is sent and nothing disabled.
-   */
-  async function withheld(endpoint: StoredEndpoint): Promise<boolean> {
-    if (endpoint.disabled !== null) {
-      await endpoints!.store.disable(endpoint.id, endpoint.disabled.reason);
-      return true;
-    }
-    const owner = await endpoints!.owner(endpoint.owner);
-    if (owner.state === 'unknown') return true;
-    if (owner.state === 'active' && owner.scopes.includes('read')) return false;
-    const reason = owner.state === 'active' ? 'token_lacks_read' : 'token_inactive';
-    await endpoints!.store.disable(endpoint.id, reason);
-    log.warn({ endpointId: endpoint.id, owner: endpoint.owner, reason }, 'webhook endpoint disabled');
-    return true;
-  }
-
-  /**
    * The subscriber of a registered endpoint with its secrets as the store holds them now (so a
    * rotation is seen within a round), or `undefined` when it no longer exists (then what was
    * enqueued for it as it was deleted is deleted too) or must get nothing (`withheld`): then what
@@ -343,7 +247,7 @@ export function startDeliveryWorker({
       await outbox.discardOrphans(id);
       return undefined;
     }
-    if (await withheld(endpoint)) {
+    if (await withheld(endpoint, endpoints!, log)) {
       handBackAll(id);
       return undefined;
     }
@@ -489,52 +393,5 @@ export function startDeliveryWorker({
       // No attempt is left to use them (nor a connection still being opened for one cut short).
       await Promise.allSettled([...subscribers.values()].map((known) => known.connections.destroy()));
     },
-  };
-}
-
-/**
- * Naps that `wake` or an abort of `signal` ends early, leaving no timer and no listener behind. (A
- * sleep raced against a wake kept both until its time was up: under load the worker woke more often
- * than it napped out, and Node warned of a listener leak on `signal`.)
- */
-export function wakeableNaps(signal: AbortSignal): { nap(ms: number): Promise<void>; wake(): void } {
-  let end: (() => void) | undefined;
-  return {
-    nap: (ms) =>
-      new Promise<void>((resolve) => {
-        if (signal.aborted) return resolve();
-        const finish = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', finish);
-          end = undefined;
-          resolve();
-        };
-        const timer = setTimeout(finish, ms);
-        signal.addEventListener('abort', finish);
-        end = finish;
-      }),
-    wake: () => end?.(),
-  };
-}
-
-/**
- * Turns a write of many items into a call per item: the items of calls made while a write runs go
- * into the next write, all at once. Each call settles as its write does.
- */
-function batched<T>(write: (items: T[]) => Promise<void>): (item: T) => Promise<void> {
-  let open: { items: T[]; written: Promise<void> } | undefined;
-  let previous: Promise<unknown> = Promise.resolve();
-  return (item) => {
-    if (!open) {
-      const batch: { items: T[]; written?: Promise<void> } = { items: [] };
-      batch.written = previous.then(() => {
-        if (open === batch) open = undefined;
-        return write(batch.items);
-      });
-      previous = batch.written.catch(() => {});
-      open = batch as { items: T[]; written: Promise<void> };
-    }
-    open.items.push(item);
-    return open.written;
   };
 }
