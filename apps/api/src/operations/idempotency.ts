@@ -3,7 +3,7 @@ import { parseJson, stringifyJson } from '@plant-store/schema';
 import { z } from 'zod';
 import { RequestError } from '../errors.ts';
 import { type AnyOperation, type OperationContext, storeCall } from './operation.ts';
-import { type KeyedAnswer, KeyClaimLostError, type StoredAnswer } from '../store/contract.ts';
+import { KeyClaimLostError, type KeyRecord, type StoredAnswer } from '../store/contract.ts';
 
 /**
  * `Idempotency-Key` on `POST /plants` and `DELETE /plants/{id}` (and their tRPC mutations), after
@@ -109,10 +109,15 @@ export async function runWithKey(
   }
 }
 
-/** The answer a keyed operation stores with its change; `undefined` without a key. */
-export function keyedAnswer(ctx: OperationContext, status: number, body?: unknown): KeyedAnswer | undefined {
+/**
+ * The Idempotency-Key record a keyed operation hands the store to keep with its change (its claim and
+ * answer; `body` left out: the store's, see `KeyRecord`); `undefined` without a key.
+ */
+export function keyRecord(ctx: OperationContext, status: number, body?: unknown): KeyRecord | undefined {
   if (ctx.keyClaim === undefined) return undefined;
-  return Object.assign({}, ctx.keyClaim, { status, body: body === undefined ? null : stringifyJson(body) });
+  const record: KeyRecord = Object.assign({}, ctx.keyClaim, { status });
+  if (body !== undefined) record.body = stringifyJson(body);
+  return record;
 }
 
 /** A stored answer as a tRPC result: its body, parsed. */

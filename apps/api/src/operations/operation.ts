@@ -91,7 +91,7 @@ export type Operation<
   run(ctx: OperationContext, input: z.output<I>): Promise<O>;
   /**
    * Accepts an `Idempotency-Key` (idempotency.ts): `run` then stores its answer with its change,
-   * passing `keyedAnswer(ctx, …)` to the store.
+   * passing `keyRecord(ctx, …)` to the store.
    */
   idempotencyKey?: boolean;
   /**

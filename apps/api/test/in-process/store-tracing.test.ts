@@ -53,7 +53,10 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
 
   beforeEach(async () => {
     instance = await testStore.setup();
-    store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+    // As main.ts opens it with tracing on: its group commits watched by the tracing.
+    store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store, {
+      commits: tracing.commits,
+    });
     const view = storeTracer(store, tracing.tracer, system);
     traced = () => view(tracing.tracer.startSpan('request'));
     exporter.reset();
@@ -97,7 +100,9 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     await store.webhookEndpoints.create(ENDPOINT, { maxPerOwner: 3 });
     const outbox = [{ id: `msg_${'a'.repeat(32)}`, url: HOOK, payload: '{}' }];
     expect(
-      await Promise.all([store.create({ id: 1n, name: 'Fern' }, outbox, undefined, '{}')]),
+      await Promise.all([
+        store.create({ id: 1n, name: 'Fern' }, { outbox: { deliveries: outbox, endpointPayload: '{}' } }),
+      ]),
     ).toStrictEqual([1n]);
     expect(await finished()).toStrictEqual([]);
     const [hook] = await claimHook(store);
@@ -115,9 +120,18 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     const outbox = (n: number) => [{ id: `msg_${String(n).repeat(32)}`, url: HOOK, payload: `{"id":${n}}` }];
     // One batch: a traced create between two untraced ones.
     const versions = await Promise.all([
-      store.create({ id: 1n, name: 'Fern' }, outbox(1), undefined, '{"id":1}'),
-      traced().create({ id: 2n, name: 'Moss' }, outbox(2), undefined, '{"id":2}'),
-      store.create({ id: 3n, name: 'Ivy' }, outbox(3), undefined, '{"id":3}'),
+      store.create(
+        { id: 1n, name: 'Fern' },
+        { outbox: { deliveries: outbox(1), endpointPayload: '{"id":1}' } },
+      ),
+      traced().create(
+        { id: 2n, name: 'Moss' },
+        { outbox: { deliveries: outbox(2), endpointPayload: '{"id":2}' } },
+      ),
+      store.create(
+        { id: 3n, name: 'Ivy' },
+        { outbox: { deliveries: outbox(3), endpointPayload: '{"id":3}' } },
+      ),
     ]);
     expect(new Set(versions).size).toBe(3);
     for (const version of versions) expect(version).toBeTypeOf('bigint');
