@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { parseJson, stringifyJson } from '@plant-store/schema';
 import { z } from 'zod';
+import type { IdempotencyPolicy } from '../config/config.ts';
 import { RequestError } from '../errors.ts';
 import { type AnyOperation, type OperationContext, storeCall } from './operation.ts';
 import { KeyClaimLostError, type KeyRecord, type StoredAnswer } from '../store/contract.ts';
@@ -19,12 +20,7 @@ import { KeyClaimLostError, type KeyRecord, type StoredAnswer } from '../store/c
  *   so at most one request per key ever makes its change;
  * - keys are kept `ttlMs` from their claim, then forgotten (and pruned).
  */
-export type IdempotencyPolicy = {
-  /** How long a key, and the answer stored with it, is kept (IDEMPOTENCY_TTL_MS). */
-  ttlMs: number;
-  /** How long a claim may stay in flight before a repeat takes it over (IDEMPOTENCY_IN_FLIGHT_MS). */
-  inFlightMs: number;
-};
+export type { IdempotencyPolicy };
 
 export const DEFAULT_IDEMPOTENCY_POLICY: IdempotencyPolicy = { ttlMs: 86_400_000, inFlightMs: 10_000 };
 

@@ -6,7 +6,7 @@ import { RequestError } from '../errors.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { EventHub } from '../events/hub.ts';
 import type { HeavyReads } from './heavy-reads.ts';
-import type { IdempotencyPolicy } from './idempotency.ts';
+import type { IdempotencyPolicy } from '../config/config.ts';
 import { type KeyClaim, StoreUnavailableError, type PlantStore } from '../store/contract.ts';
 import type { EndpointSettings } from '../webhooks/endpoints.ts';
 import type { NewPlantWebhook } from '../webhooks/event.ts';
