@@ -143,6 +143,24 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     expect(byPayload(await claimEndpoint(store))).toStrictEqual(expected);
   });
 
+  it('gives what an update and a delete fan out the traceparent of their own span', async () => {
+    const events: ('plant.updated' | 'plant.deleted')[] = ['plant.updated', 'plant.deleted'];
+    await store.webhookEndpoints.create({ ...ENDPOINT, events }, { maxPerOwner: 3 });
+    await store.create({ id: 1n, name: 'Fern' });
+    await traced().update({ id: 1n, name: 'Moss' });
+    await traced().delete(1n);
+    const spans = await finished();
+    const [update] = named(spans, 'update');
+    const [deleted] = named(spans, 'delete');
+    const claimed = await claimEndpoint(store);
+    expect(
+      Object.fromEntries(claimed.map((delivery) => [delivery.endpoint!.event, delivery.traceContext])),
+    ).toStrictEqual({
+      'plant.updated': traceparent(update!),
+      'plant.deleted': traceparent(deleted!),
+    });
+  });
+
   it('gives a ping and a redelivery their own traceparent; an untraced redelivery keeps the last', async () => {
     await store.webhookEndpoints.create(ENDPOINT, { maxPerOwner: 3 });
     const ping = { id: `msg_${'c'.repeat(32)}`, endpointId: ENDPOINT.id, url: ENDPOINT.url, payload: '{}' };
