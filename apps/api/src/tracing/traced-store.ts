@@ -16,11 +16,16 @@ const PARTS = ['events', 'deliveries', 'tokens', 'idempotencyKeys', 'webhookEndp
 
 const PARENT = Symbol('parent span');
 
+type Part = (typeof PARTS)[number];
+/** A traced call's name: `create`, `deliveries.enqueue`, … */
+type Operation = keyof PlantStore | { [P in Part]: `${P}.${keyof PlantStore[P] & string}` }[Part];
+
 /**
  * The calls whose writes record the trace that made them (a delivery's `traceContext`), by the
- * index of their options argument: each is handed its span's `traceparent` there.
+ * index of their options argument (`ChangeOptions` and the like): each is handed its span's
+ * `traceparent` there. A new call that enqueues deliveries belongs here.
  */
-const RECORDS_TRACE: Partial<Record<string, number>> = {
+const RECORDS_TRACE: Partial<Record<Operation, number>> = {
   create: 1,
   update: 1,
   delete: 1,
@@ -37,8 +42,8 @@ export type StoreTracer = (parent: Span | undefined) => PlantStore;
  * `db.operation.name`, and nothing of the call's arguments or results (ids, names, keys,
  * payloads). The span is the active one while the call runs (OpenTelemetry's context: what the
  * store's commit observer reads to link its group commit, tracing/commit.ts), and the calls that
- * enqueue deliveries are handed its `traceparent` to record (`RECORDS_TRACE`). Calls outside a recording request (the
- * worker's polls, the hub's reads, token reloads) make none: a span per poll would be noise. A
+ * enqueue deliveries are handed its `traceparent` to record (`RECORDS_TRACE`). Calls outside a
+ * recording request (the worker's polls, the hub's reads, token reloads) make none: a span per poll would be noise. A
  * rejection sets the status to error with its class as `error.type`, never its message (a
  * PostgreSQL message can quote a value). Each view is one object on prototypes built here once.
  */
@@ -75,7 +80,7 @@ function tracedPrototype(target: object, prefix: string, tracer: Tracer, system:
       continue;
     }
     const operation = prefix + name;
-    const recordsTrace = RECORDS_TRACE[operation];
+    const recordsTrace = RECORDS_TRACE[operation as Operation];
     const attributes: Attributes = {
       'db.system': system,
       'db.system.name': system,
