@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { EventHubLimits } from '../events/hub.ts';
-import type { IdempotencyPolicy } from '../operations/idempotency.ts';
 import { EnvSchema, type LOG_LEVELS, type TRACES_SAMPLERS } from './env.ts';
 
 /** Which store the api runs on, from `DATABASE_URL`. */
@@ -28,6 +27,14 @@ export function describeStore(config: StoreConfig): string {
  * Delivery of webhooks (webhooks/worker.ts): to the operator's subscribers (`WEBHOOK_URLS`) and to
  * the endpoints tokens register. The delivery settings always apply; only the subscribers are optional.
  */
+/** How long Idempotency-Keys are kept, and how long a claim may stay in flight (operations/idempotency.ts). */
+export type IdempotencyPolicy = {
+  /** How long a key, and the answer stored with it, is kept (IDEMPOTENCY_TTL_MS). */
+  ttlMs: number;
+  /** How long a claim may stay in flight before a repeat takes it over (IDEMPOTENCY_IN_FLIGHT_MS). */
+  inFlightMs: number;
+};
+
 export type WebhookConfig = {
   /** Operator subscribers: each create enqueues one delivery per URL; none when WEBHOOK_URLS is unset. */
   urls: string[];
