@@ -108,12 +108,14 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
  */
 let streamsOpen = 0;
 const due = new Set<() => void>();
-let flushing: NodeJS.Timeout | undefined;
+let flushing = false;
 function coalesce(flush: () => void): void {
   due.add(flush);
-  flushing ??= setTimeout(
+  if (flushing) return;
+  flushing = true;
+  setTimeout(
     () => {
-      flushing = undefined;
+      flushing = false;
       const flushes = [...due];
       due.clear();
       for (const each of flushes) each();

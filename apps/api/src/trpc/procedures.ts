@@ -40,7 +40,10 @@ const serialized = new WeakMap<object, ReturnType<typeof superjson.serialize>>()
 const serializeOnce = (value: unknown) => {
   if (typeof value !== 'object' || value === null) return superjson.serialize(value as never);
   let done = serialized.get(value);
-  if (done === undefined) serialized.set(value, (done = superjson.serialize(value as never)));
+  if (done === undefined) {
+    done = superjson.serialize(value as never);
+    serialized.set(value, done);
+  }
   return done;
 };
 
