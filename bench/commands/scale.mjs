@@ -1,8 +1,8 @@
 // `scale`: the api on SQLite stores of BENCH_SCALE_SIZES plants (default 10k,1M,10M), each filled once
 // into the api's own migrated schema. Per size: start to /readyz 200, each request's rate (closed
 // loops, BENCH_SCALE_SECONDS each), server peak RSS, and GET by id's p99 idle against alongside pages
-// of a rare prefix, a rare tag and a common prefix with a tag (issue 42's "no request's cost grows
-// with rows it does not return").
+// of a rare prefix, a rare tag and a common prefix with a tag, each RARE_PER_SEC a second (issue 42's
+// "no request's cost grows with rows it does not return").
 import { Agent, request } from 'node:http';
 import { progress, TOKEN } from '../lib/session.mjs';
 import {
@@ -18,7 +18,14 @@ import {
   target,
 } from '../lib/stats.mjs';
 import { copyStore, makeStore } from '../lib/stores.mjs';
-import { makeTempDir, removeTempDir, sampleMemory, sleep, spawnServer } from '../lib/system.mjs';
+import {
+  makeTempDir,
+  processStats,
+  removeTempDir,
+  sampleMemory,
+  sleep,
+  spawnServer,
+} from '../lib/system.mjs';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 /** Plant `i` (id i + 1): `Plant <id>`, tagged `t<id mod 100>`, but ten spread ones tagged `rare`. */
@@ -49,6 +56,8 @@ const KINDS = {
   'tag page': () => ({ path: '/plants?tag=t7' }),
   'prefix page': () => ({ path: '/plants?name_prefix=Plant%205' }),
 };
+/** Each kind of page sent alongside GETs, a second: many readers' worth, short of saturating the core. */
+const RARE_PER_SEC = 20;
 /** The pages sent alongside GETs: a prefix few names start with, a rare tag, a common prefix with a tag. */
 const RARE = {
   'rare prefix': (rows) => ({ path: `/plants?name_prefix=Plant%20${rows - 3}` }),
@@ -68,8 +77,12 @@ function send(agent, url, { method = 'GET', path, headers = {}, body }) {
   });
 }
 
-/** `connections` closed loops sending `next()` for `seconds`: rate, latency percentiles, bad answers. */
-async function loops(url, connections, seconds, next) {
+/**
+ * `connections` closed loops sending `next()` for `seconds`: rate, latency percentiles, bad answers,
+ * and the server's CPU µs a request (`pid`'s; steadier than rates on a busy machine).
+ */
+async function loops(url, connections, seconds, next, pid) {
+  const cpuBefore = pid && processStats(pid).cpuSeconds;
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   const times = [];
   let bad = 0;
@@ -87,7 +100,30 @@ async function loops(url, connections, seconds, next) {
   agent.destroy();
   times.sort((a, b) => a - b);
   const at = (q) => round2(times[Math.min(times.length - 1, Math.floor(q * times.length))]);
-  return { perSec: Math.round(times.length / seconds), p50: at(0.5), p99: at(0.99), max: at(1), bad };
+  const cpuUs = pid && Math.round(((processStats(pid).cpuSeconds - cpuBefore) * 1e6) / times.length);
+  return { perSec: Math.round(times.length / seconds), p50: at(0.5), p99: at(0.99), max: at(1), bad, cpuUs };
+}
+
+/** `perSec` requests a second of `next()` for `seconds`, each sent on time whatever the others do. */
+async function paced(url, perSec, seconds, next) {
+  const agent = new Agent({ keepAlive: true });
+  const sent = [];
+  for (let i = 0; i < perSec * seconds; i++) {
+    const started = performance.now();
+    sent.push(
+      send(agent, url, next()).then(
+        (status) => ({ status, ms: performance.now() - started }),
+        () => ({ status: 0, ms: 0 }),
+      ),
+    );
+    await sleep(Math.max(0, started + 1000 / perSec - performance.now()));
+  }
+  const answers = await Promise.all(sent);
+  agent.destroy();
+  const times = answers.map((a) => a.ms).sort((a, b) => a - b);
+  const at = (q) => round2(times[Math.min(times.length - 1, Math.floor(q * times.length))]);
+  const bad = answers.filter((a) => a.status < 200 || a.status > 299).length;
+  return { perSec, p50: at(0.5), p99: at(0.99), max: at(1), bad };
 }
 
 async function measureSize(settings, template, rows) {
@@ -110,7 +146,11 @@ async function measureSize(settings, template, rows) {
       await loops(server.url, 16, 1, get);
       const kinds = {};
       for (const [kind, make] of Object.entries(KINDS))
-        kinds[kind] = await loops(server.url, 16, seconds, () => make(rows));
+        kinds[kind] = await loops(server.url, 16, seconds, () => make(rows), server.pid);
+      // Each rare page alone: what it costs the server.
+      const alone = {};
+      for (const [kind, make] of Object.entries(RARE))
+        alone[kind] = await loops(server.url, 1, seconds, () => make(rows), server.pid);
       // Idle and alongside in turn, three rounds each: the medians.
       const rounds = { idle: [], alongside: [] };
       const rare = {};
@@ -119,7 +159,7 @@ async function measureSize(settings, template, rows) {
         const [alongside] = await Promise.all([
           loops(server.url, 4, seconds, get),
           ...Object.entries(RARE).map(async ([kind, make]) => {
-            (rare[kind] ??= []).push(await loops(server.url, 1, seconds, () => make(rows)));
+            (rare[kind] ??= []).push(await paced(server.url, RARE_PER_SEC, seconds, () => make(rows)));
           }),
         ]);
         rounds.alongside.push(alongside);
@@ -127,7 +167,16 @@ async function measureSize(settings, template, rows) {
       const middle = (list) => [...list].sort((a, b) => a.p99 - b.p99)[1];
       const [idle, alongside] = [middle(rounds.idle), middle(rounds.alongside)];
       for (const kind of Object.keys(RARE)) rare[kind] = middle(rare[kind]);
-      const result = { rows, readyMs, kinds, idle, alongside, rare, peakRssMb: round1(memory.stop().peakMb) };
+      const result = {
+        rows,
+        readyMs,
+        kinds,
+        alone,
+        idle,
+        alongside,
+        rare,
+        peakRssMb: round1(memory.stop().peakMb),
+      };
       progress(`[scale] ${fmtCount(rows)}: ${JSON.stringify(result)}`);
       return result;
     } finally {
@@ -163,11 +212,20 @@ const render = ({ results }, settings) => [
   `## Scale: the api on SQLite stores of ${results.map((r) => fmtCount(r.rows)).join(', ')} plants (${settings.scaleSeconds} s a measure)`,
   '',
   table(
-    ['request', ...results.map((r) => `${fmtCount(r.rows)}: /s (×)`)],
-    Object.keys(KINDS).map((kind) => [
-      kind,
-      ...results.map((r) => `${fmtInt(r.kinds[kind].perSec)} (${fmtRatio(r.vsFirst[kind])})`),
-    ]),
+    ['request', ...results.map((r) => `${fmtCount(r.rows)}: /s (×) · server CPU µs`)],
+    [
+      ...Object.keys(KINDS).map((kind) => [
+        kind,
+        ...results.map(
+          (r) =>
+            `${fmtInt(r.kinds[kind].perSec)} (${fmtRatio(r.vsFirst[kind])}) · ${fmtInt(r.kinds[kind].cpuUs)}`,
+        ),
+      ]),
+      ...Object.keys(RARE).map((kind) => [
+        `${kind} page, alone`,
+        ...results.map((r) => `${fmtInt(r.alone[kind].perSec)} · ${fmtInt(r.alone[kind].cpuUs)}`),
+      ]),
+    ],
   ),
   '',
   table(
