@@ -1,7 +1,8 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { RequestError } from '../errors.ts';
 import type { RequestScope } from './operation.ts';
-import { PAGE_BUDGET_BYTES, textBytes } from '../store/contract.ts';
+import { PAGE_BUDGET_BYTES } from '../store/contract.ts';
+import { textBytes } from '../store/plant-columns.ts';
 
 /**
  * Requests reading pages of plants (`GET /plants`, `plants.list`) that one app serves at once,

@@ -8,7 +8,7 @@ import {
   PlantWithIdSchema,
   type PlantWithId,
   UpdatePlantInputSchema,
-  withTag,
+  plantFieldsOf,
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { expectedOf, IfMatchHeaders, staleVersion } from './conditions.ts';
@@ -71,7 +71,7 @@ export const createPlant = defineOperation({
   idempotencyKey: true,
   async run(ctx, plant) {
     const { store, webhooks } = ctx;
-    const answer = withTag({ name: plant.name }, plant.tag);
+    const answer = plantFieldsOf(plant);
     // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
     const payload = newPlantPayload(plant);
     const version = await storeCall(() =>
@@ -84,7 +84,10 @@ export const createPlant = defineOperation({
   rest: {
     status: 200,
     // On a replay too (rest.ts): the id is the request's, the same on every retry.
-    present: (answer, { input }) => ({ body: answer, headers: { 'Content-Location': `/plants/${input.id}` } }),
+    present: (answer, { input }) => ({
+      body: answer,
+      headers: { 'Content-Location': `/plants/${input.id}` },
+    }),
   },
 });
 
@@ -193,11 +196,10 @@ export const updatePlant = defineOperation({
   body: PlantPatchSchema,
   output: PlantWithIdSchema,
   idempotencyKey: true,
-  async run(ctx, { id, name, tag, expectedVersion }): Promise<PlantWithId> {
+  async run(ctx, { expectedVersion, ...change }): Promise<PlantWithId> {
+    const { id } = change;
     const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
-    const outcome = await storeCall(() =>
-      ctx.store.update({ id, name, tag }, { expected, key: ctx.keyClaim }),
-    );
+    const outcome = await storeCall(() => ctx.store.update(change, { expected, key: ctx.keyClaim }));
     if (outcome === undefined) noSuchPlant(id);
     if ('stale' in outcome) throw staleVersion(id, outcome.stale);
     ctx.request.setVersion?.(outcome.plant.version);

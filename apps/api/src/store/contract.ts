@@ -2,14 +2,11 @@ import type { NewPlant, PlantWithId, WebhookDelivery, WebhookEndpoint } from '@p
 import type { ListOptions, PlantField, plantChanges } from './plant-rows.ts';
 import type { sharedParts } from './shared.ts';
 
-/** UTF-8 bytes of name and tag one page of `list` holds at most: old or SQL-written rows can be megabytes. */
+/** UTF-8 bytes of plant fields (`textBytes`) one page of `list` holds at most: old or SQL-written rows can be megabytes. */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
 
 /** One page of `list`; `more`: plants with greater ids remain. */
 export type PlantPage = { plants: PlantWithId[]; more: boolean };
-export function textBytes(plant: { name: string; tag?: string | null }): number {
-  return Buffer.byteLength(plant.name) + (plant.tag ? Buffer.byteLength(plant.tag) : 0);
-}
 
 /** The storage contract: a create is answered once durably committed (fsync'd); ids are never rounded. */
 export interface PlantStore extends ReturnType<typeof sharedParts>, ReturnType<typeof plantChanges> {
