@@ -84,10 +84,7 @@ export const createPlant = defineOperation({
   rest: {
     status: 200,
     // On a replay too (rest.ts): the id is the request's, the same on every retry.
-    present: (answer, { input }) => ({
-      body: answer,
-      headers: { 'Content-Location': `/plants/${input.id}` },
-    }),
+    present: (answer, { input }) => ({ body: answer, headers: { 'Content-Location': `/plants/${input.id}` } }),
   },
 });
 

@@ -1,13 +1,6 @@
 import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
-import type {
-  Delivery,
-  DeliveryEvent,
-  EndpointDelivery,
-  NewDelivery,
-  Prune,
-  Subscriber,
-} from './contract.ts';
+import type { Delivery, DeliveryEvent, EndpointDelivery, NewDelivery, Prune, Subscriber } from './contract.ts';
 
 export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 type Integer = number | bigint;
