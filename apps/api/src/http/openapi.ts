@@ -230,7 +230,10 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
     'POSTed to every endpoint registered with `POST /webhook-endpoints` that chose `plant.updated`, once a ' +
       'change to a plant commits (a patch that changes nothing sends none), signed with the endpoint’s secret;',
     'plant.updated',
-    { description: 'The plant after the change, and the fields that changed', schema: PlantUpdatedWebhookSchema },
+    {
+      description: 'The plant after the change, and the fields that changed',
+      schema: PlantUpdatedWebhookSchema,
+    },
   ),
   'plant.deleted': webhook(
     'plantDeletedWebhook',

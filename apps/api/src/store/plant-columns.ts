@@ -4,8 +4,8 @@ import {
   PLANT_FIELDS,
   type PlantFieldName,
   type PlantWithId,
-  type UpdatePlantInput,
 } from '@plant-store/schema';
+import type { PlantChange } from './contract.ts';
 
 /**
  * A plant's columns, derived from `PLANT_FIELDS` (packages/schema): the SQL both dialects list them
@@ -61,9 +61,6 @@ export function toRow(plant: NewPlant, version: bigint): PlantRow {
   row.version = version;
   return row as PlantRow;
 }
-
-/** What an update sets: the members present; an optional field's `null` removes it. */
-export type PlantChange = Omit<UpdatePlantInput, 'expectedVersion'>;
 
 /** `row` with `change` applied (version unchanged), and the fields whose value that changed. */
 export function applyChange(row: PlantRow, change: PlantChange) {

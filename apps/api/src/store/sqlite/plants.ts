@@ -1,5 +1,4 @@
 import type { PlantWithId } from '@plant-store/schema';
-import { currentTraceparent } from '../../tracing/commit.ts';
 import {
   FIELD_BYTES,
   FIELD_COLUMNS,
@@ -57,21 +56,21 @@ export function sqlitePlants(
   );
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
   return {
-    async create(plant, outbox = [], answer, endpointPayload) {
-      const traceContext = currentTraceparent();
+    async create(plant, { outbox = {}, key, traceContext } = {}) {
+      const { deliveries = [], endpointPayload } = outbox;
       // A keyed create is made only while its request holds the key (the write lock keeps it so).
       const created = await engine.transaction((tx) => {
-        if (answer && tx.exec(shared.SQL.hold, answer).rows.length === 0) return shared.CLAIM_LOST;
+        if (key && tx.exec(shared.SQL.hold, key).rows.length === 0) return shared.CLAIM_LOST;
         const { version } = tx.exec<{ version: bigint }>(SQL.version).rows[0]!;
         // Not `{ ...plant, version }`: Node 20 makes such a copy slowly, in the old generation.
         const row = toRow(plant, version);
         if (tx.exec(SQL.insert, row).changes === 0) return false;
         tx.exec(SQL.created, row);
-        for (const delivery of outbox)
+        for (const delivery of deliveries)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(shared.SQL.answer, Object.assign({}, answer, { version }));
+        if (key) tx.exec(shared.SQL.answer, Object.assign({}, key, { body: key.body ?? null, version }));
         return version;
       }, true);
       if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
