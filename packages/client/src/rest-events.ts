@@ -9,10 +9,12 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { MAX_ERROR_ANSWER_BYTES, readAnswer } from './answer-read.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
 import { EventTooLargeError, eventStreamGuard } from './event-stream-guard.ts';
-import type { RestClientOptions } from './rest.ts';
 import { errorBody } from './rest-send.ts';
 import { retryAfterMs } from './retry-after.ts';
 import { traceHeaders } from './trace-context.ts';
+
+/** Where the stream is read from: the client's `baseUrl`, `token` and `fetch` (see `RestClientOptions`). */
+type StreamTarget = { baseUrl: string | URL; token: string; fetch?: typeof globalThis.fetch };
 
 /** Options of {@link RestClient.events}. */
 export type EventsOptions = {
@@ -40,7 +42,7 @@ const RETRIED = new Set([408, 429, 500, 502, 503, 504]);
 
 /** The events of `GET /plants/events` (see `RestClient.events`), reconnecting and resuming by themselves. */
 export async function* streamEvents(
-  { baseUrl, token, fetch = globalThis.fetch }: Pick<RestClientOptions, 'baseUrl' | 'token' | 'fetch'>,
+  { baseUrl, token, fetch = globalThis.fetch }: StreamTarget,
   { after, types, signal, onReconnect, maxReconnectMs = MAX_RECONNECT_MS }: EventsOptions = {},
 ): AsyncGenerator<PlantEvent, void, undefined> {
   const filter = types === undefined ? '' : `?types=${types.join(',')}`;

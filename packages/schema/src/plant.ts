@@ -96,7 +96,7 @@ type Maybe<K extends PlantFieldName, T extends z.ZodType> = Fields[K]['required'
   : z.ZodOptional<T>;
 
 /** The fields as a client sends them (`Plant`, `NewPlant`): with their limits. */
-const sentFields = fieldsOf<{ [K in PlantFieldName]: Maybe<K, Text> }>((name, spec) => {
+const sentFields = fieldsOf<{ [K in PlantFieldName]: Maybe<K, Text> }>((_, spec) => {
   const description = `${spec.about}. ${TEXT_DESCRIPTION}${spec.note ?? ''}`;
   return spec.required
     ? text(requiredString, spec.maxLength).meta({ description })

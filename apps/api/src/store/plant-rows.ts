@@ -1,7 +1,6 @@
 import {
   type PlantDeletedWebhook,
   type PlantUpdatedWebhook,
-  type PlantWithId,
   stringifyJson,
 } from '@plant-store/schema';
 import { type Db, statements, type Tx } from './sql.ts';
