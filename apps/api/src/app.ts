@@ -7,6 +7,7 @@ import { loadConfig } from './config/config.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
 import { createHeavyReads } from './operations/heavy-reads.ts';
 import { authMiddleware } from './auth/token-check.ts';
+import type { JwtVerifier } from './auth/jwt-verifier.ts';
 import { authFailureMiddleware } from './auth/auth-failures.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { docsPaths } from './http/docs.ts';
@@ -38,6 +39,8 @@ export type AppOptions = {
   publicUrl: string | (() => string);
   /** Checks bearer tokens (`createTokenVerifier`). */
   verifier: TokenVerifier;
+  /** Checks JWT access tokens of the configured identity providers (`createJwtVerifier`); none by default. */
+  jwt?: JwtVerifier;
   /** Where request and store metrics go; a fresh registry by default. */
   metrics?: Metrics;
   /** Per-token rate limiting of the API routes and /metrics; none by default. */
@@ -105,7 +108,7 @@ export function createApp(options: AppOptions): Koa {
   if (corsOrigins.length > 0) {
     app.use(corsMiddleware(corsOrigins, [...new Set(routes.map((route) => route.method))]));
   }
-  app.use(authMiddleware(verifier));
+  app.use(authMiddleware(verifier, options.jwt));
   const openApi = ownPaths(
     (path) => path === '/openapi.json',
     async (ctx, next) => {

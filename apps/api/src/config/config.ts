@@ -4,6 +4,7 @@ import type { EventHubLimits } from '../events/hub.ts';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 import type { IdempotencyPolicy } from '../operations/idempotency.ts';
+import { type IdentityConfig, identityConfig, IssuersSchema } from './identity.ts';
 import { isSecretsKey } from './secrets-key.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -155,6 +156,12 @@ export const EnvSchema = z.object({
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TOKEN_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  // Identity providers (docs/identity.md).
+  OIDC_ISSUERS: IssuersSchema,
+  OIDC_ISSUER: unsetIfEmpty(z.string().optional()),
+  OIDC_AUDIENCE: unsetIfEmpty(z.string().optional()),
+  OIDC_CLIENT_ID: unsetIfEmpty(z.string().optional()),
+  OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
   EVENTS_RETENTION_MS: z.coerce.number().int().min(1_000).max(31_536_000_000).default(604_800_000),
   EVENT_STREAMS_MAX: z.coerce.number().int().min(1).max(100_000).default(2_000),
   EVENT_STREAMS_PER_TOKEN: z.coerce.number().int().min(1).max(100_000).default(100),
@@ -292,6 +299,8 @@ export type Config = {
   corsOrigins: string[];
   /** How often each instance reloads tokens from the store: the bound on a revocation taking effect. */
   tokenRefreshMs: number;
+  /** Identity providers whose JWT access tokens are accepted (none: opaque tokens only). */
+  identity: IdentityConfig;
   store: StoreConfig;
   /** How long Idempotency-Keys are kept, and how long a claim may stay in flight (idempotency.ts). */
   idempotency: IdempotencyPolicy;
@@ -391,6 +400,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'Invalid configuration: IDEMPOTENCY_TTL_MS must be greater than IDEMPOTENCY_IN_FLIGHT_MS',
     );
   }
+  const identity = identityConfig(e);
+  if (typeof identity === 'string') throw new ConfigError(`Invalid configuration: ${identity}`);
   const store: StoreConfig = e.DATABASE_URL.startsWith('file:')
     ? { kind: 'sqlite', path: e.DATABASE_URL.slice('file:'.length) }
     : {
@@ -420,6 +431,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     corsOrigins: e.CORS_ORIGINS,
     tokenRefreshMs: e.TOKEN_REFRESH_MS,
+    identity,
     store,
     idempotency: { ttlMs: e.IDEMPOTENCY_TTL_MS, inFlightMs: e.IDEMPOTENCY_IN_FLIGHT_MS },
     webhooks: webhookConfig(e),

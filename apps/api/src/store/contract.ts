@@ -36,6 +36,7 @@ export type EventLog = PlantStore['events'];
 export type DeliveryOutbox = PlantStore['deliveries'];
 export type WebhookEndpointStore = PlantStore['webhookEndpoints'];
 export type TokenStore = PlantStore['tokens'];
+export type PrincipalStore = PlantStore['principals'];
 export type StoredEvent =
   | { id: bigint; type: 'plant.created'; plant: PlantWithId; createdAt: Date }
   | { id: bigint; type: 'plant.updated'; plant: PlantWithId; changed: PlantField[]; createdAt: Date }

@@ -3,6 +3,7 @@ import { webhookEndpoints } from './endpoint-rows.ts';
 import { eventLog, type Watch } from './event-log.ts';
 import { idempotencyKeys } from './idempotency-keys.ts';
 import { getPlant } from './plant-rows.ts';
+import { principalStore } from './principal-rows.ts';
 import { type Db, statements } from './sql.ts';
 import { tokenStore } from './token-rows.ts';
 
@@ -17,6 +18,7 @@ export function sharedParts(db: Db, watch: Watch) {
     events: eventLog(db, watch),
     deliveries: deliveryOutbox(db),
     tokens: tokenStore(db),
+    principals: principalStore(db),
     idempotencyKeys: idempotencyKeys(db),
     webhookEndpoints: webhookEndpoints(db),
   };
