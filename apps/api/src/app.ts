@@ -21,6 +21,8 @@ import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
 import { traceMiddleware } from './http/trace-middleware.ts';
 import { trpcPaths } from './trpc/http-adapter.ts';
 import { webAppPaths } from './http/web-app.ts';
+import { authProviderPaths } from './http/auth-provider.ts';
+import type { IssuerConfig } from './config/identity.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './operations/idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './observability/metrics.ts';
 import type { PlantStore } from './store/contract.ts';
@@ -41,6 +43,8 @@ export type AppOptions = {
   verifier: TokenVerifier;
   /** Checks JWT access tokens of the configured identity providers (`createJwtVerifier`); none by default. */
   jwt?: JwtVerifier;
+  /** The configured identity providers, for `GET /auth/provider`; none by default. */
+  issuers?: readonly IssuerConfig[];
   /** Where request and store metrics go; a fresh registry by default. */
   metrics?: Metrics;
   /** Per-token rate limiting of the API routes and /metrics; none by default. */
@@ -119,7 +123,15 @@ export function createApp(options: AppOptions): Koa {
     },
   );
   // The public paths, then (after the limits) /metrics and /trpc, each set in one middleware.
-  app.use(servePaths(openApi, docsPaths(), webAppPaths(options.webAppDir), healthPaths(store)));
+  app.use(
+    servePaths(
+      openApi,
+      docsPaths(),
+      webAppPaths(options.webAppDir),
+      healthPaths(store),
+      authProviderPaths(options.issuers ?? []),
+    ),
+  );
   // With Redis, a limiter sends its command synchronously: it is a child of the request's span. In
   // memory it sends none, and runs as it is.
   const limiting = (limiter: RateLimiterAbstract, middleware: Koa.Middleware): Koa.Middleware =>

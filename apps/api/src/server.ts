@@ -213,6 +213,7 @@ function buildApp(
     parts;
   return createApp({
     ...(jwt && { jwt }),
+    issuers: config.identity.issuers,
     webAppDir,
     ...(tracer && {
       tracing: { tracer, dbSystem: config.store.kind === 'postgres' ? 'postgresql' : 'sqlite' },

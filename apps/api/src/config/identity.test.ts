@@ -19,9 +19,12 @@ describe('identity provider settings', () => {
 
   it('reads OIDC_ISSUER with OIDC_AUDIENCE and OIDC_CLIENT_ID as one issuer', () => {
     expect(
-      load({ OIDC_ISSUER: 'https://id.example', OIDC_AUDIENCE: 'plants', OIDC_CLIENT_ID: 'console' }).identity,
+      load({ OIDC_ISSUER: 'https://id.example', OIDC_AUDIENCE: 'plants', OIDC_CLIENT_ID: 'console' })
+        .identity,
     ).toStrictEqual({
-      issuers: [{ issuer: 'https://id.example', audience: 'plants', clientId: 'console', requireAtJwt: false }],
+      issuers: [
+        { issuer: 'https://id.example', audience: 'plants', clientId: 'console', requireAtJwt: false },
+      ],
       jwksCooldownMs: 30_000,
     });
   });
@@ -31,7 +34,9 @@ describe('identity provider settings', () => {
       { issuer: 'https://a.example/realms/x', audience: 'plants', scopeMap: { 'Plants.Read': ['read'] } },
       { issuer: 'http://127.0.0.1:8080', audience: 'api://plants', requireAtJwt: true },
     ];
-    expect(load({ OIDC_ISSUERS: JSON.stringify(issuers), OIDC_JWKS_COOLDOWN_MS: '5000' }).identity).toStrictEqual({
+    expect(
+      load({ OIDC_ISSUERS: JSON.stringify(issuers), OIDC_JWKS_COOLDOWN_MS: '5000' }).identity,
+    ).toStrictEqual({
       issuers: [
         { ...issuers[0], requireAtJwt: false },
         { ...issuers[1], requireAtJwt: true },
@@ -42,17 +47,25 @@ describe('identity provider settings', () => {
 
   it('refuses what would be unsafe or ambiguous, naming the variable', () => {
     expect(
-      [
-        { OIDC_ISSUER: 'http://id.example', OIDC_AUDIENCE: 'plants' },
-        { OIDC_ISSUER: 'https://id.example#frag', OIDC_AUDIENCE: 'plants' },
-        { OIDC_ISSUER: 'https://id.example' },
-        { OIDC_ISSUERS: 'not json' },
-        { OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x","scope_map":{}}]' },
-        { OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x","scopeMap":{"s":["admin"]}}]' },
-        { OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x"},{"issuer":"https://a.example","audience":"y"}]' },
-        { OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x"}]', OIDC_ISSUER: 'https://b.example' },
-        { OIDC_JWKS_COOLDOWN_MS: '10' },
-      ].map(refusal),
+      (
+        [
+          { OIDC_ISSUER: 'http://id.example', OIDC_AUDIENCE: 'plants' },
+          { OIDC_ISSUER: 'https://id.example#frag', OIDC_AUDIENCE: 'plants' },
+          { OIDC_ISSUER: 'https://id.example' },
+          { OIDC_ISSUERS: 'not json' },
+          { OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x","scope_map":{}}]' },
+          { OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x","scopeMap":{"s":["admin"]}}]' },
+          {
+            OIDC_ISSUERS:
+              '[{"issuer":"https://a.example","audience":"x"},{"issuer":"https://a.example","audience":"y"}]',
+          },
+          {
+            OIDC_ISSUERS: '[{"issuer":"https://a.example","audience":"x"}]',
+            OIDC_ISSUER: 'https://b.example',
+          },
+          { OIDC_JWKS_COOLDOWN_MS: '10' },
+        ] as Record<string, string>[]
+      ).map(refusal),
     ).toStrictEqual([
       'Invalid configuration: OIDC_ISSUER must be an https:// URL (http:// only on a loopback host) with no query or fragment',
       'Invalid configuration: OIDC_ISSUER must be an https:// URL (http:// only on a loopback host) with no query or fragment',

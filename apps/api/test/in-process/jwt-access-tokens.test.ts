@@ -251,3 +251,35 @@ describe('the issuer’s keys', () => {
     expect((await send(`${api.url}/plants`, { headers: bearer(seenKey) })).status).toBe(200);
   });
 });
+
+describe('GET /auth/provider', () => {
+  it('names the provider, public client, audience and scopes to sign in with, without a token', async () => {
+    const api = await startApi(provider.issuer, { OIDC_CLIENT_ID: 'plant-console' });
+    const answer = await send(`${api.url}/auth/provider`);
+    expect([answer.status, answer.headers.get('content-type'), answer.json]).toStrictEqual([
+      200,
+      'application/json; charset=utf-8',
+      {
+        provider: {
+          issuer: provider.issuer,
+          clientId: 'plant-console',
+          audience: AUDIENCE,
+          scopes: [
+            'openid',
+            'offline_access',
+            'plants:read',
+            'plants:write',
+            'plants:webhooks',
+            'plants:metrics',
+          ],
+        },
+      },
+    ]);
+  });
+
+  it('answers {"provider":null} when no provider has a client id: sign in with a pasted token', async () => {
+    const api = await startApi(provider.issuer);
+    const answer = await send(`${api.url}/auth/provider`);
+    expect([answer.status, answer.text]).toStrictEqual([200, '{"provider":null}']);
+  });
+});
