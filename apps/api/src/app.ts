@@ -21,7 +21,7 @@ import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
 import { traceMiddleware } from './http/trace-middleware.ts';
 import { trpcPaths } from './trpc/http-adapter.ts';
 import { webAppPaths } from './http/web-app.ts';
-import { authProviderPaths } from './http/auth-provider.ts';
+import { authProviderPaths, signInProvider } from './http/auth-provider.ts';
 import type { IssuerConfig } from './config/identity.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './operations/idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './observability/metrics.ts';
@@ -127,7 +127,7 @@ export function createApp(options: AppOptions): Koa {
     servePaths(
       openApi,
       docsPaths(),
-      webAppPaths(options.webAppDir),
+      webAppPaths(options.webAppDir, signInOrigin(options.issuers ?? [])),
       healthPaths(store),
       authProviderPaths(options.issuers ?? []),
     ),
@@ -151,4 +151,10 @@ export function createApp(options: AppOptions): Koa {
 function defaultEvents(store: PlantStore, log: Logger): { hub: EventHub; heartbeatMs: number } {
   const { heartbeatMs, ...limits } = loadConfig({}).events;
   return { hub: createEventHub(store.events, limits, log), heartbeatMs };
+}
+
+/** The origin of the provider the console signs in with, if any. */
+function signInOrigin(issuers: readonly IssuerConfig[]): string | undefined {
+  const provider = signInProvider(issuers);
+  return provider && new URL(provider.issuer).origin;
 }
