@@ -30,7 +30,7 @@ const REFRESH_MARGIN_MS = 60_000;
 export class LoginError extends Error {}
 
 /** Where the credentials live: `$XDG_CONFIG_HOME/plant-store`, else `~/.config/plant-store`. */
-export function credentialsFile(env: NodeJS.ProcessEnv = process.env): string {
+export function credentialsFile(env: NodeJS.ProcessEnv): string {
   const base = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config');
   return join(base, 'plant-store', 'credentials.json');
 }
@@ -87,7 +87,11 @@ async function providerOf(baseUrl: string): Promise<Provider> {
  * Signs in with the device flow: prints where to go and the code to `tell`, polls the provider
  * until the person approves (or refuses, or the code expires), and saves the tokens.
  */
-export async function login(baseUrl: string, tell: (line: string) => void, env = process.env): Promise<void> {
+export async function login(
+  baseUrl: string,
+  tell: (line: string) => void,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   const provider = await providerOf(baseUrl);
   const as = await discover(provider.issuer);
   const client = { client_id: provider.clientId };
@@ -152,7 +156,7 @@ async function save(
  * The saved access token for `baseUrl`, refreshed first when it expires within a minute;
  * `undefined` when there is none (never logged in, logged out, or the refresh was refused).
  */
-export async function savedToken(baseUrl: string, env = process.env): Promise<string | undefined> {
+export async function savedToken(baseUrl: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const file = credentialsFile(env);
   const saved = (await readCredentials(file))[baseUrl];
   if (saved === undefined) return undefined;
@@ -176,7 +180,7 @@ export async function savedToken(baseUrl: string, env = process.env): Promise<st
 }
 
 /** Forgets the tokens of `baseUrl` (revoking its refresh token where the provider offers it). */
-export async function logout(baseUrl: string, env = process.env): Promise<boolean> {
+export async function logout(baseUrl: string, env: NodeJS.ProcessEnv): Promise<boolean> {
   const file = credentialsFile(env);
   const credentials = await readCredentials(file);
   const saved = credentials[baseUrl];
@@ -210,13 +214,14 @@ export async function signIn(
   command: 'login' | 'logout',
   baseUrl: string,
   operands: string[],
+  env: NodeJS.ProcessEnv,
 ): Promise<number> {
   if (operands.length > 0) throw new UsageError(`${command} takes no operand ("${operands[0]}").`);
   const tell = (line: string) => process.stderr.write(`${line}\n`);
   if (command === 'login') {
-    await login(baseUrl, tell);
+    await login(baseUrl, tell, env);
     return 0;
   }
-  tell((await logout(baseUrl)) ? `Signed out of ${baseUrl}.` : `Not signed in to ${baseUrl}.`);
+  tell((await logout(baseUrl, env)) ? `Signed out of ${baseUrl}.` : `Not signed in to ${baseUrl}.`);
   return 0;
 }

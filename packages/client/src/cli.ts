@@ -170,7 +170,7 @@ async function main(argv: string[]): Promise<number> {
   const json = values.json === true;
   try {
     if (command === 'login' || command === 'logout')
-      return await signIn(command, serverUrl(values), operands);
+      return await signIn(command, serverUrl(values), operands, process.env);
     const { name, spec, given } = findCommand(command, operands);
     const misplaced = Object.keys(values).filter(
       (key) => !GLOBAL.includes(key) && !spec.options.includes(key),
@@ -517,7 +517,7 @@ async function startTracing() {
 
 async function connect(values: Values): Promise<Connection> {
   const baseUrl = serverUrl(values);
-  const token = values.token ?? process.env.PLANTS_TOKEN ?? (await savedToken(baseUrl));
+  const token = values.token ?? process.env.PLANTS_TOKEN ?? (await savedToken(baseUrl, process.env));
   if (token === undefined || token === '') {
     throw new UsageError(
       'a bearer token is needed: set PLANTS_TOKEN (or pass --token), or run plants login.',
