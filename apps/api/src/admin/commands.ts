@@ -44,7 +44,7 @@ export const USAGE = `Usage: main.js [command]
   webhooks delete --id ID...                 delete endpoints and their deliveries
   help, --help, -h                           show this help
 
-Options that name what to act on (revoke's --name, --id, --subject) or a list (--scope) may be repeated:
+Options that name what to act on (revoke's --name, --id, block's --subject) or a list (--scope) may be repeated:
 every value is acted on in turn, each reported on its own line, and the exit status is 1 if any
 failed. Any other option given twice is refused (exit 2), and so is a bad value: nothing is done.
 
