@@ -26,8 +26,9 @@ import type { IssuerConfig } from './config/identity.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './operations/idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './observability/metrics.ts';
 import type { PlantStore } from './store/contract.ts';
-import { type DbSystem, storeTracer } from './tracing/traced-store.ts';
-import { withSyncSpan } from './tracing/sync-span.ts';
+import { storeTracer } from './tracing/traced-store.ts';
+import { withRequestSpan } from './tracing/traced-redis.ts';
+import type { DbSystem } from './store/contract.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { newPlantWebhook } from './webhooks/event.ts';
 
@@ -135,9 +136,7 @@ export function createApp(options: AppOptions): Koa {
   // With Redis, a limiter sends its command synchronously: it is a child of the request's span. In
   // memory it sends none, and runs as it is.
   const limiting = (limiter: RateLimiterAbstract, middleware: Koa.Middleware): Koa.Middleware =>
-    tracing && limiter instanceof RateLimiterRedis
-      ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next))
-      : middleware;
+    tracing && limiter instanceof RateLimiterRedis ? withRequestSpan(middleware) : middleware;
   if (authFailures) {
     app.use(limiting(authFailures.limiter, authFailureMiddleware(authFailures.limiter, authFailures.limit)));
   }

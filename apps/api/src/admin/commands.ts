@@ -3,7 +3,7 @@ import { isConfiguredTokenName, newTokenSecret, tokenDigest } from '../auth/toke
 import { ALL_SCOPES, isScope } from '../auth/scopes.ts';
 import type { Config } from '../config/config.ts';
 import { IssuerSchema } from '../config/identity.ts';
-import type { PrincipalId } from '../store/principal-rows.ts';
+import type { PrincipalId } from '../store/contract.ts';
 import { isSchemaVersion } from '../store/migration-runner.ts';
 import { LATEST_VERSION } from '../store/migrations.ts';
 import { migrateStore, openStore } from '../store/open-store.ts';

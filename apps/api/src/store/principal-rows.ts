@@ -1,6 +1,7 @@
 import { jwtPrincipalName } from '../auth/jwt-names.ts';
 import { disableOwnedBy } from './endpoint-rows.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
+import type { PrincipalId, PrincipalStore } from './contract.ts';
 
 type BlockRow = { issuer: string; subject: string; blocked_at: Time };
 
@@ -11,11 +12,8 @@ const SQL = statements('principals', {
   unblock: 'DELETE FROM blocked_principals WHERE issuer = @issuer AND subject = @subject',
 });
 
-/** A principal of an identity provider: the issuer and the token's subject (docs/identity.md). */
-export type PrincipalId = { issuer: string; subject: string };
-
 /** Principals of identity providers cut off with `main.js principal block` (migration 15). */
-export function principalStore(db: Db) {
+export function principalStore(db: Db): PrincipalStore {
   return {
     /** Blocks it and, in the same transaction, disables its endpoints; `undefined` when it was already blocked. */
     block: ({ issuer, subject }: PrincipalId) =>

@@ -537,7 +537,9 @@ describe.each(legs)('migrations on $name', (leg) => {
           msg_p1: ['failed', 'endpoint disabled (legacy_owner)'],
         });
         // Create fans out to the enabled ones only.
-        expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(1n);
+        expect(
+          await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+        ).toBe(1n);
         expect((await store.webhookEndpoints.summaries({})).map((e) => e.pending)).toStrictEqual([
           0, 0, 0, 0, 2, 2,
         ]);
