@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deferAfterEach } from '../support/cleanups.ts';
 import { errorBody, send } from '../support/http.ts';
 import { startInProcess } from '../support/in-process.ts';
+import { openSse } from '../support/sse.ts';
 import {
   AUDIENCE,
   OTHER_AUDIENCE,
@@ -75,6 +76,25 @@ describe('JWT access tokens of a configured issuer', () => {
     expect((await send(`${api.url}/plants/1`, { headers: bearer('plant-store-test-token') })).status).toBe(
       200,
     );
+  });
+
+  it('names a token without sub by its client_id, else its azp; one with none of them is refused', async () => {
+    const api = await startApi(provider.issuer);
+    const key = provider.keys[0]!;
+    const tokens = [
+      await forge(key, { sub: undefined, client_id: 'svc-1' }),
+      await forge(key, { sub: undefined, azp: 'svc-2' }),
+      await forge(key, { sub: undefined }),
+    ];
+    const statuses = [];
+    for (const token of tokens)
+      statuses.push((await send(`${api.url}/plants`, { headers: bearer(token) })).status);
+    expect(statuses).toStrictEqual([200, 200, 401]);
+    const names = api.logs
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'request')
+      .map((l) => l.tokenName);
+    expect(names).toStrictEqual([`${provider.issuer}#svc-1`, `${provider.issuer}#svc-2`, '-']);
   });
 
   it('grants only the mapped scopes: plants:read alone reads, and a write is 403', async () => {
@@ -196,6 +216,33 @@ describe('JWT access tokens of a configured issuer', () => {
     // The same key from another principal is another request: not a replay, not a conflict.
     expect((await keyed(bob, '{"id":11,"name":"B"}')).status).toBe(200);
     expect((await keyed(alice, '{"id":10,"name":"A"}')).headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
+describe('a JWT principal’s event stream', () => {
+  it('ends within TOKEN_REFRESH_MS once its token expires (past the clock tolerance), as a revoked token’s does', async () => {
+    const api = await startApi(provider.issuer, { TOKEN_REFRESH_MS: '200' });
+    const now = Math.floor(Date.now() / 1000);
+    // Expired 57 s ago: accepted for 3 more seconds of the 60 s tolerance.
+    const token = await forge(provider.keys[0]!, { exp: now - 57 });
+    const stream = await openSse(`${api.url}/plants/events`, { authorization: `Bearer ${token}` });
+    defer(() => stream.close());
+    expect(stream.status).toBe(200);
+    const fresh = await forge(provider.keys[0]!, { sub: 'bob' });
+    const kept = await openSse(`${api.url}/plants/events`, { authorization: `Bearer ${fresh}` });
+    defer(() => kept.close());
+    const opened = performance.now();
+    expect(await stream.ended).toBe('end');
+    expect(performance.now() - opened).toBeLessThan(3_000 + 200 + 1_500);
+    expect(stream.comments.at(-1)).toBe('closed: the token was revoked');
+    expect((await send(`${api.url}/plants`, { headers: bearer(token) })).status).toBe(401);
+    const created = await send(`${api.url}/plants`, {
+      method: 'POST',
+      headers: bearer(fresh),
+      body: '{"id":7,"name":"Kept"}',
+    });
+    expect(created.status).toBe(200);
+    await kept.waitFor(1);
   });
 });
 
