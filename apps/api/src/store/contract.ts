@@ -36,6 +36,8 @@ export interface PlantStore {
   readonly deliveries: DeliveryOutbox;
   /** Bearer tokens issued with `main.js token create`. */
   readonly tokens: TokenStore;
+  /** Principals of identity providers cut off with `main.js principal block` (migration 15). */
+  readonly principals: PrincipalStore;
   /** The Idempotency-Key table: a claim commits alone, so all see it; the answer commits with the change. */
   readonly idempotencyKeys: IdempotencyKeys;
   /** Registered webhook endpoints. */
@@ -301,6 +303,20 @@ export interface TokenStore {
   list(): Promise<ListedToken[]>;
   /** The tokens not revoked. */
   active(): Promise<StoredToken[]>;
+}
+
+/** A principal of an identity provider: the issuer and the token's subject (docs/identity.md). */
+export type PrincipalId = { issuer: string; subject: string };
+
+/** Principals of identity providers cut off with `main.js principal block` (migration 15). */
+export interface PrincipalStore {
+  /** Blocks it and, in the same transaction, disables its endpoints; `undefined` when it was already blocked. */
+  block(principal: PrincipalId): Promise<{ endpointsDisabled: number } | undefined>;
+  /** Whether it was blocked. Its endpoints stay disabled until an operator enables them. */
+  unblock(principal: PrincipalId): Promise<boolean>;
+  list(): Promise<(PrincipalId & { blockedAt: Date })[]>;
+  /** The names (auth/jwt-names.ts) of every blocked principal. */
+  blockedNames(): Promise<string[]>;
 }
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */

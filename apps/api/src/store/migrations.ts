@@ -261,6 +261,20 @@ export const migrations: readonly Migration[] = [
     up: sqliteOnly(typeChecks(true)),
     down: sqliteOnly(typeChecks(false)),
   },
+  {
+    version: 15,
+    name: 'create blocked principals',
+    // Principals of identity providers cut off by `principal block` (docs/identity.md).
+    up: (dialect) => `
+      CREATE TABLE blocked_principals (
+        issuer TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        blocked_at ${stamped[dialect]},
+        PRIMARY KEY (issuer, subject)
+      )
+    `,
+    down: 'DROP TABLE blocked_principals',
+  },
 ];
 
 /**
@@ -283,7 +297,7 @@ function widenCheck(dialect: Dialect, table: string, column: string, values: str
 /**
  * The migration that adds the optional field `name` of `PLANT_FIELDS`: its column in `plants` and in
  * `plant_events`, the same in both dialects (rows stored before it have none). Append it to
- * `migrations` as the next version: `plantFieldMigration(15, 'notes')`.
+ * `migrations` with the next version number, such as `plantFieldMigration(16, 'notes')`.
  */
 export function plantFieldMigration(version: number, name: PlantFieldName): Migration {
   const { column, required } = PLANT_FIELDS[name] as { column: string; required: boolean };
