@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { NewPlant } from '@plant-store/schema';
+import { type NewPlant, PLANT_FIELD_NAMES, type PlantFieldName, type PlantPatch } from '@plant-store/schema';
 import { answerTooLarge, MAX_ANSWER_BYTES, UnusableAnswerError } from './answer-read.ts';
 import type { Backoff, Reply } from './backoff.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
@@ -22,8 +22,17 @@ type Item = {
 };
 type Answer = Reply & { statusText: string; text: string };
 
-/** A plant as an update makes it whole: its name, and its tag or none (`null` removes one). */
-export type PlantReplacement = { id: bigint; name: string; tag: string | null };
+/** A plant as an update makes it whole: every field, an absent optional one `null` (which removes it). */
+export type PlantReplacement = { id: bigint } & {
+  [K in PlantFieldName]-?: Exclude<PlantPatch[K], undefined>;
+};
+
+/** The replacement that makes a stored plant what `plant` says. */
+export function replacementOf(plant: NewPlant): PlantReplacement {
+  const replacement: Record<string, unknown> = { id: plant.id };
+  for (const name of PLANT_FIELD_NAMES) replacement[name] = plant[name] ?? null;
+  return replacement as PlantReplacement;
+}
 
 /**
  * Creates (`create`) or updates (`update`) plants with one tRPC batch request,
@@ -145,12 +154,14 @@ function isItem(value: unknown): value is Item {
 
 /**
  * What `superjson.serialize(plant)` gives for a `NewPlant` or a `PlantReplacement` (the id as a
- * decimal string, marked bigint; a `null` tag as is), built directly: superjson's generic walk was a tenth of the import's CPU. A test holds
+ * decimal string, marked bigint; a `null` field as is), built directly: superjson's generic walk was a tenth of the import's CPU. A test holds
  * it equal to superjson's own output.
  */
-export function superjsonInput({ id, name, tag }: NewPlant | PlantReplacement) {
+export function superjsonInput(plant: NewPlant | PlantReplacement) {
+  const json: Record<string, unknown> = { id: String(plant.id) };
+  for (const name of PLANT_FIELD_NAMES) if (plant[name] !== undefined) json[name] = plant[name];
   return {
-    json: { id: String(id), name, ...(tag !== undefined && { tag }) },
+    json,
     meta: { values: { id: ['bigint'] }, v: 1 },
   };
 }

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { EventHubLimits } from '../events/hub.ts';
 import { EnvSchema, type LOG_LEVELS, type TRACES_SAMPLERS } from './env.ts';
+import { type IdentityConfig, identityConfig } from './identity.ts';
 
 /** Which store the api runs on, from `DATABASE_URL`. */
 export type StoreConfig =
@@ -92,6 +93,8 @@ export type Config = {
   corsOrigins: string[];
   /** How often each instance reloads tokens from the store: the bound on a revocation taking effect. */
   tokenRefreshMs: number;
+  /** Identity providers whose JWT access tokens are accepted (none: opaque tokens only). */
+  identity: IdentityConfig;
   store: StoreConfig;
   /** How long Idempotency-Keys are kept, and how long a claim may stay in flight (idempotency.ts). */
   idempotency: IdempotencyPolicy;
@@ -191,6 +194,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'Invalid configuration: IDEMPOTENCY_TTL_MS must be greater than IDEMPOTENCY_IN_FLIGHT_MS',
     );
   }
+  const identity = identityConfig(e);
+  if (typeof identity === 'string') throw new ConfigError(`Invalid configuration: ${identity}`);
   const store: StoreConfig = e.DATABASE_URL.startsWith('file:')
     ? { kind: 'sqlite', path: e.DATABASE_URL.slice('file:'.length) }
     : {
@@ -220,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     corsOrigins: e.CORS_ORIGINS,
     tokenRefreshMs: e.TOKEN_REFRESH_MS,
+    identity,
     store,
     idempotency: { ttlMs: e.IDEMPOTENCY_TTL_MS, inFlightMs: e.IDEMPOTENCY_IN_FLIGHT_MS },
     webhooks: webhookConfig(e),

@@ -1,8 +1,9 @@
 import type {
   NewPlant,
-  PLANT_FIELDS,
   PlantEventType,
+  PlantFieldName,
   PlantWithId,
+  UpdatePlantInput,
   WebhookDelivery,
   WebhookEndpoint,
 } from '@plant-store/schema';
@@ -35,6 +36,8 @@ export interface PlantStore {
   readonly deliveries: DeliveryOutbox;
   /** Bearer tokens issued with `main.js token create`. */
   readonly tokens: TokenStore;
+  /** Principals of identity providers cut off with `main.js principal block` (migration 15). */
+  readonly principals: PrincipalStore;
   /** The Idempotency-Key table: a claim commits alone, so all see it; the answer commits with the change. */
   readonly idempotencyKeys: IdempotencyKeys;
   /** Registered webhook endpoints. */
@@ -132,15 +135,13 @@ export type ListOptions = {
  * short by its scan budget read (store/filtered-pages.ts), after which the next page starts.
  */
 export type PlantPage = { plants: PlantWithId[]; more: boolean; cursor?: bigint };
-/** UTF-8 bytes of name and tag one page of `list` holds at most: old or SQL-written rows can be megabytes. */
+/** UTF-8 bytes of plant fields (`textBytes`) one page of `list` holds at most: old or SQL-written rows can be megabytes. */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
-export function textBytes(plant: { name: string; tag?: string | null }): number {
-  return Buffer.byteLength(plant.name) + (plant.tag ? Buffer.byteLength(plant.tag) : 0);
-}
 
-export type PlantField = (typeof PLANT_FIELDS)[number];
-/** What an update sets: the members present; `tag: null` removes the tag. */
-export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
+/** A field of `PLANT_FIELDS`. */
+export type PlantField = PlantFieldName;
+/** What an update sets: the whole change, every field present set; an optional field's `null` removes it. */
+export type PlantChange = Omit<UpdatePlantInput, 'expectedVersion'>;
 /** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
 export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
 
@@ -305,6 +306,20 @@ export interface TokenStore {
   list(): Promise<ListedToken[]>;
   /** The tokens not revoked. */
   active(): Promise<StoredToken[]>;
+}
+
+/** A principal of an identity provider: the issuer and the token's subject (docs/identity.md). */
+export type PrincipalId = { issuer: string; subject: string };
+
+/** Principals of identity providers cut off with `main.js principal block` (migration 15). */
+export interface PrincipalStore {
+  /** Blocks it and, in the same transaction, disables its endpoints; `undefined` when it was already blocked. */
+  block(principal: PrincipalId): Promise<{ endpointsDisabled: number } | undefined>;
+  /** Whether it was blocked. Its endpoints stay disabled until an operator enables them. */
+  unblock(principal: PrincipalId): Promise<boolean>;
+  list(): Promise<(PrincipalId & { blockedAt: Date })[]>;
+  /** The names (auth/jwt-names.ts) of every blocked principal. */
+  blockedNames(): Promise<string[]>;
 }
 
 /** The store cannot be reached or cannot commit: nothing was acknowledged. Answered as 503. */

@@ -3,7 +3,7 @@ import type { PlantPage } from './contract.ts';
 /**
  * What a filtered page may cost, whatever the store holds (docs/api.md, "Filtered lists"):
  * - a `name_prefix` that at most `PREFIX_INDEX_ROWS` names start with is read from the name index
- *   (migration 15), those plants then taken in id order: one page answers it, complete;
+ *   (migration 16), those plants then taken in id order: one page answers it, complete;
  * - any other `name_prefix` (alone, or with a `tag`) is read in id order (a tag's through its index),
  *   at most `SCAN_ROWS` plants a page: a page may then come back short, even empty, with a next link.
  * A `tag` alone is read through its index: no budget needed.

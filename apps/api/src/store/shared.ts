@@ -3,6 +3,7 @@ import { webhookEndpoints } from './endpoint-rows.ts';
 import { eventLog } from './event-log.ts';
 import { idempotencyKeys } from './idempotency-keys.ts';
 import { getPlant } from './plant-rows.ts';
+import { principalStore } from './principal-rows.ts';
 import { type Db, statements } from './sql.ts';
 import { tokenStore } from './token-rows.ts';
 import type { PlantStore, Watch } from './contract.ts';
@@ -12,7 +13,7 @@ const SQL = statements('store', { ping: 'SELECT 1' });
 /** The parts of `PlantStore` both stores share, over their engine's `Db` and `watch`. */
 export type SharedParts = Pick<
   PlantStore,
-  'ping' | 'get' | 'events' | 'deliveries' | 'tokens' | 'idempotencyKeys' | 'webhookEndpoints'
+  'ping' | 'get' | 'events' | 'deliveries' | 'tokens' | 'principals' | 'idempotencyKeys' | 'webhookEndpoints'
 >;
 
 /** What both stores share of `PlantStore`, over their engine's `Db` and `watch`. */
@@ -23,6 +24,7 @@ export function sharedParts(db: Db, watch: Watch): SharedParts {
     events: eventLog(db, watch),
     deliveries: deliveryOutbox(db),
     tokens: tokenStore(db),
+    principals: principalStore(db),
     idempotencyKeys: idempotencyKeys(db),
     webhookEndpoints: webhookEndpoints(db),
   };

@@ -293,7 +293,20 @@ const SQLITE_OR_CHECKS: Record<string, string> = {
 };
 const withOrChecks = replacing(SQLITE_OR_CHECKS);
 
-/** What version 15 (a rare `name_prefix` read from an index) adds: the name index, by code point. */
+/** What version 15 (blocked principals of identity providers) adds, per store. */
+const SQLITE_BLOCKED_PRINCIPALS = [
+  'index sqlite_autoindex_blocked_principals_1: ',
+  'table blocked_principals: CREATE TABLE blocked_principals ( issuer TEXT NOT NULL, subject TEXT NOT NULL, blocked_at INTEGER NOT NULL, PRIMARY KEY (issuer, subject) )',
+];
+const POSTGRES_BLOCKED_PRINCIPALS = [
+  'column blocked_principals.blocked_at: timestamp with time zone not null default now()',
+  'column blocked_principals.issuer: text not null default -',
+  'column blocked_principals.subject: text not null default -',
+  'constraint blocked_principals.blocked_principals_pkey: PRIMARY KEY (issuer, subject)',
+  'index blocked_principals_pkey: CREATE UNIQUE INDEX blocked_principals_pkey ON public.blocked_principals USING btree (issuer, subject)',
+];
+
+/** What version 16 (a rare `name_prefix` read from an index) adds: the name index, by code point. */
 const SQLITE_NAMES = ['index plants_name: CREATE INDEX plants_name ON plants (name)'];
 const POSTGRES_NAMES = [
   'index plants_name: CREATE INDEX plants_name ON public.plants USING btree (name COLLATE "C", id)',
@@ -317,7 +330,7 @@ const sqliteLeg: Leg = {
       ),
     ),
   )
-    .concat(SQLITE_NAMES)
+    .concat(SQLITE_BLOCKED_PRINCIPALS, SQLITE_NAMES)
     .sort(),
   async open() {
     const store = await sqliteTestStore.setup();
@@ -357,6 +370,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_UPDATES,
     ...POSTGRES_TRACE_CONTEXT,
     ...POSTGRES_ANSWER_VERSION,
+    ...POSTGRES_BLOCKED_PRINCIPALS,
     ...POSTGRES_NAMES,
   ]).sort(),
   async open() {

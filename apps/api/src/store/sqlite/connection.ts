@@ -38,7 +38,11 @@ export function executor(db: Connection) {
 function prepare(db: Connection, { sqlite }: Statement) {
   const run = db.prepare(sqlite.text);
   if (!run.reader) return { run };
-  const fields = run.columns().map(({ name }, i) => `${JSON.stringify(name)}: v[${i}]`);
-  const row = new Function('v', `return { ${fields.join(', ')} };`) as (values: unknown[]) => object;
-  return { run: run.raw(true), row };
+  return { run: run.raw(true), row: rowBuilder(run.columns().map(({ name }) => name)) };
+}
+
+/** The function that makes a raw row (an array) an object of these columns, by name. */
+export function rowBuilder<R>(columns: readonly string[]): (values: unknown[]) => R {
+  const fields = columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`);
+  return new Function('v', `return { ${fields.join(', ')} };`) as (values: unknown[]) => R;
 }

@@ -1,7 +1,17 @@
 import type { PlantWithId } from '@plant-store/schema';
+import {
+  FIELD_BYTES,
+  FIELD_COLUMNS,
+  FIELD_PARAMS,
+  PLANT_COLUMNS,
+  type PlantRow,
+  textBytes,
+  toPlant,
+  toRow,
+} from '../plant-columns.ts';
 import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
-import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../contract.ts';
+import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore } from '../contract.ts';
 import {
   budgeted,
   candidates,
@@ -11,15 +21,15 @@ import {
   type Scanned,
 } from '../filtered-pages.ts';
 import type { sqliteCommit } from './commit.ts';
-import type { Connection } from './connection.ts';
+import { type Connection, rowBuilder } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
   // A version is its event's id, read under the writer's lock: an INSERT's RETURNING costs a temporary B-tree.
   version: "SELECT coalesce(max(seq), 0) + 1 AS version FROM sqlite_sequence WHERE name = 'plant_events'",
-  insert: `INSERT INTO plants (id, name, tag, version) VALUES (@id, @name, @tag, @version)
+  insert: `INSERT INTO plants (${PLANT_COLUMNS}) VALUES (@id, ${FIELD_PARAMS}, @version)
     ON CONFLICT (id) DO NOTHING`,
-  created: `INSERT INTO plant_events (id, type, plant_id, name, tag, created_at)
-    VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
+  created: `INSERT INTO plant_events (id, type, plant_id, ${FIELD_COLUMNS}, created_at)
+    VALUES (@version, 'plant.created', @id, ${FIELD_PARAMS}, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
 });
@@ -32,16 +42,13 @@ const PAGES = statements('sqlite.plants.page', {
 });
 // A page's text bytes, read from an index (each length from its row's header): within budget, one all() reads it.
 function bytes(filter?: 'tag') {
-  return `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
+  return `SELECT coalesce(sum(${FIELD_BYTES}), 0) FROM plants
     WHERE ${shared.where(filter)} AND id <= coalesce(
       (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
 }
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
-type PlantTuple = [bigint, string, string | null, bigint];
-const GET = statements('sqlite.plants.byId', {
-  row: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
-});
+const GET = statements('sqlite.plants.byId', { row: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id = @id` });
 
 /** The SQLite store's plant writes, in its group commit, and its pages. */
 export function sqlitePlants(
@@ -49,17 +56,24 @@ export function sqlitePlants(
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const prepare = <R>({ sqlite }: Statement) => db.prepare<unknown[], R>(sqlite.text);
-  const pages = new Map(Object.values(PAGES).map((page) => [page, prepare<PlantTuple>(page).raw(true)]));
+  const pages = new Map(Object.values(PAGES).map((page) => [page, prepare<unknown[]>(page).raw(true)]));
+  // Rows come as arrays, made objects by column name (the first page's columns: every page has them).
+  const rowOf = rowBuilder<PlantRow>(
+    pages
+      .get(PAGES.all)!
+      .columns()
+      .map(({ name }) => name),
+  );
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
   const hits = prepare<bigint>(shared.SQL.hits).pluck(true);
-  const row = prepare<PlantTuple>(GET.row).raw(true);
+  const row = prepare<unknown[]>(GET.row).raw(true);
   const scans = { prefix: shared.SQL['scanned.prefix'], both: shared.SQL['scanned.both'] };
   const scanned = { prefix: prepare<Scanned>(scans.prefix), both: prepare<Scanned>(scans.both) };
   /** The plants of `ids` (ascending) tagged `tag`, if given: a rare prefix's, read one by one. */
   function* byId(ids: readonly bigint[], tag: string | undefined) {
     for (const id of ids) {
-      const plant = row.get(id);
-      if (plant !== undefined && (tag === undefined || plant[2] === tag)) yield plant;
+      const values = row.get(id);
+      if (values !== undefined && (tag === undefined || rowOf(values).tag === tag)) yield values;
     }
   }
   return {
@@ -70,7 +84,7 @@ export function sqlitePlants(
         if (key && tx.exec(shared.SQL.hold, key).rows.length === 0) return shared.CLAIM_LOST;
         const { version } = tx.exec<{ version: bigint }>(SQL.version).rows[0]!;
         // Not `{ ...plant, version }`: Node 20 makes such a copy slowly, in the old generation.
-        const row = { id: plant.id, name: plant.name, tag: plant.tag, version };
+        const row = toRow(plant, version);
         if (tx.exec(SQL.insert, row).changes === 0) return false;
         tx.exec(SQL.created, row);
         for (const delivery of deliveries)
@@ -100,11 +114,11 @@ export function sqlitePlants(
           const ids =
             range && hits.all(...bind(shared.SQL.hits.sqlite, { ...range, hits: PREFIX_INDEX_ROWS + 1 }));
           if (ids && ids.length <= PREFIX_INDEX_ROWS)
-            return byRow(byId(candidates(ids, from), options.tag), limit, maxBytes);
+            return byRow(byId(candidates(ids, from), options.tag), rowOf, limit, maxBytes);
           const scan = scanned[filter].get(...bind(scans[filter].sqlite, params))!;
           params.to = scan.through ?? from;
           const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
-          return budgeted(byRow(page.iterate(...args), limit, maxBytes), {
+          return budgeted(byRow(page.iterate(...args), rowOf, limit, maxBytes), {
             seen: Number(scan.seen),
             through: scan.through,
           });
@@ -113,23 +127,30 @@ export function sqlitePlants(
         const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
         if (size && sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
           const rows = page.all(...args);
-          return { plants: rows.slice(0, limit).map(toPlant), more: rows.length > limit };
+          return {
+            plants: rows.slice(0, limit).map((row) => toPlant(rowOf(row))),
+            more: rows.length > limit,
+          };
         }
-        return byRow(page.iterate(...args), limit, maxBytes);
+        return byRow(page.iterate(...args), rowOf, limit, maxBytes);
       }),
   };
 }
 
-const toPlant = ([id, name, tag, version]: PlantTuple) => shared.toPlant({ id, name, tag, version });
-
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<PlantTuple>, limit: number, maxBytes: number) {
+function byRow(
+  rows: Iterable<unknown[]>,
+  rowOf: (values: unknown[]) => PlantRow,
+  limit: number,
+  maxBytes: number,
+) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
-  for (const row of rows) {
-    bytes += textBytes({ name: row[1], tag: row[2] });
+  for (const values of rows) {
+    const plant = toPlant(rowOf(values));
+    bytes += textBytes(plant);
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-    plants.push(toPlant(row));
+    plants.push(plant);
   }
   return { plants, more: false };
 }
