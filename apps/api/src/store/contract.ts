@@ -187,6 +187,8 @@ export type Delivery = NewDelivery & {
 };
 export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 
+/** A failed attempt's delivery, due again in `delayMs`, and why the attempt failed. */
+export type Retry = { id: string; delayMs: number; error: string; responseCode?: number | undefined };
 /** Who a claim is for: an operator subscriber URL (WEBHOOK_URLS) or a registered endpoint. */
 export type Subscriber = { url: string } | { endpointId: string };
 /** An endpoint's delivery as listed; `nextAttemptAt`: when due, or the running attempt's lease end. */
@@ -210,7 +212,9 @@ export interface DeliveryOutbox {
   /** Hands claims back unattempted (shutdown, open breaker), due now; one claimed again is left alone. */
   release(claims: readonly Pick<Delivery, 'id' | 'attempts'>[]): Promise<void>;
   /** Makes the delivery due again in `delayMs`, recording why this attempt failed. */
-  retry(id: string, options: { delayMs: number; error: string; responseCode?: number }): Promise<void>;
+  retry(id: string, options: Omit<Retry, 'id'>): Promise<void>;
+  /** `retry` of many deliveries in one write. */
+  retryMany(retries: readonly Retry[]): Promise<void>;
   /** Stops retrying: the delivery is kept as failed. */
   markFailed(id: string, error: string, responseCode?: number): Promise<void>;
   /** Enqueues a ping to an endpoint, due at once; `'full'`, adding nothing, at `maxPending` pending. */

@@ -6,6 +6,7 @@ import type {
   EndpointDelivery,
   FailedDelivery,
   Prune,
+  Retry,
 } from './contract.ts';
 
 type Integer = number | bigint;
@@ -86,7 +87,12 @@ const SQL = statements('deliveries', {
   release: `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = {now}, updated_at = {now}
     FROM (SELECT value ->> 0 AS id, CAST(value ->> 1 AS INTEGER) AS claimed FROM {json @claims}) AS claim
     WHERE webhook_deliveries.id = claim.id AND attempts = claim.claimed AND status = 'pending'`,
-  retry: settle('next_attempt_at = {now + @delayMs}'),
+  // `@retries`: [id, delay in ms, error, response code] arrays, one statement however many.
+  retry: `UPDATE webhook_deliveries SET next_attempt_at = {now + retried.delay_ms}, last_error = retried.error,
+    last_response_code = retried.code, updated_at = {now}
+    FROM (SELECT value ->> 0 AS id, CAST(value ->> 1 AS INTEGER) AS delay_ms, value ->> 2 AS error,
+      CAST(value ->> 3 AS INTEGER) AS code FROM {json @retries}) AS retried
+    WHERE webhook_deliveries.id = retried.id AND status = 'pending'`,
   failed: settle("status = 'failed'"),
   enqueue: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
@@ -114,6 +120,8 @@ const SQL = statements('deliveries', {
   // By the time they failed (see migration 9).
   pruneFailed: pruneOf('failed'),
 });
+
+const retried = ({ id, delayMs, error, responseCode }: Retry) => [id, delayMs, error, responseCode ?? null];
 
 /** Held by a ping or redelivery while it counts and adds, so no two pass WEBHOOK_PENDING_PER_ENDPOINT. */
 const PENDING_LOCK_KEY = 723491774;
@@ -144,7 +152,10 @@ export function deliveryOutbox(db: Db): DeliveryOutbox {
       done(SQL.release, { claims: JSON.stringify(claims.map((c) => [c.id, c.attempts])) }),
     /** Makes the delivery due again in `delayMs`, recording why this attempt failed. */
     retry: (id: string, options: { delayMs: number; error: string; responseCode?: number }) =>
-      done(SQL.retry, { id, ...options }),
+      done(SQL.retry, { retries: JSON.stringify([retried({ id, ...options })]) }),
+    /** `retry` of many deliveries in one write: a dead endpoint's failures must not crowd out claims. */
+    retryMany: (retries: readonly Retry[]) =>
+      done(SQL.retry, { retries: JSON.stringify(retries.map(retried)) }),
     /** Stops retrying: the delivery is kept as failed. */
     markFailed: (id: string, error: string, responseCode?: number) =>
       done(SQL.failed, { id, error, responseCode }),

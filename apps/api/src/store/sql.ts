@@ -25,7 +25,8 @@ export interface Tx extends Pick<Db, 'run'> {
 /**
  * Statements both stores run, named `prefix.key`; parameters are `@name`, and words stand for what differs:
  * - `{now}`: PostgreSQL's now() (one clock for every instance); SQLite: epoch ms, one per transaction.
- * - `{now + @ms}`, `{now - @ms}`: that many milliseconds later or earlier.
+ * - `{now + @ms}`, `{now - @ms}`: that many milliseconds later or earlier; `{now + table.column}`: as
+ *   many as that (integer) column holds.
  * - `{for update}`: PostgreSQL's `FOR UPDATE`, the rows read locked until commit; `{skip locked}`:
  *   `FOR UPDATE SKIP LOCKED`, passing over rows another instance is taking. Nothing on SQLite, whose
  *   one writer at a time holds them all.
@@ -47,7 +48,7 @@ export function statements<K extends string>(prefix: string, texts: Record<K, st
 
 export const registered = new Map<string, Statement>();
 const WORDS =
-  /\{now(?: ([+-]) @(\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{code points\}|\{json @(\w+)\}|@(\w+)/g;
+  /\{now(?: ([+-]) (@\w+|\w+\.\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{code points\}|\{json @(\w+)\}|@(\w+)/g;
 
 function compile(text: string, dialect: Dialect): Compiled {
   const names: string[] = [];
@@ -71,7 +72,8 @@ function compile(text: string, dialect: Dialect): Compiled {
         : "'msg_' || lpad(to_hex(CAST(extract(epoch FROM now()) * 1000 AS bigint)), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13)";
     const now = sqlite ? param('now') : 'now()';
     if (!sign || !ms) return now;
-    return `(${now} ${sign} ${sqlite ? param(ms) : `CAST(${param(ms)} AS bigint) * interval '1 millisecond'`})`;
+    const amount = ms.startsWith('@') ? param(ms.slice(1)) : ms;
+    return `(${now} ${sign} ${sqlite ? amount : `CAST(${amount} AS bigint) * interval '1 millisecond'`})`;
   });
   return { text: compiled, names };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config/config.ts';
-import type { Delivery, DeliveryOutbox } from '../store/contract.ts';
+import type { Delivery, DeliveryOutbox, Retry } from '../store/contract.ts';
 import { retryDelay } from './backoff.ts';
 import { batched } from './naps.ts';
 import type { sendDelivery } from './send.ts';
@@ -28,6 +28,9 @@ export function outcomeRecorder(
       items.map((item) => item.status),
     ),
   );
+  // One write for all that failed meanwhile: dead endpoints fail fast and often, and a write each
+  // queued ahead of the healthy endpoints' claims (issue 42).
+  const markRetry = batched((retries: Retry[]) => outbox.retryMany(retries));
   return async (delivery: Delivery, outcome: Outcome, about: object, ms: number): Promise<void> => {
     if (!outcome.ok && outcome.abandoned) {
       // Released now rather than when the lease ends: another instance, or the next start, takes it.
@@ -44,7 +47,7 @@ export function outcomeRecorder(
       log.error({ ...about, error: outcome.error }, 'webhook delivery failed');
     } else {
       const delayMs = retryDelay(delivery.attempts, backoff);
-      await outbox.retry(delivery.id, { delayMs, error: outcome.error, responseCode: outcome.status });
+      await markRetry({ id: delivery.id, delayMs, error: outcome.error, responseCode: outcome.status });
       metrics?.webhookAttempts.inc({ outcome: 'retry' });
       log.warn(
         Object.assign({}, about, { error: outcome.error, retryInMs: delayMs }),
