@@ -4,6 +4,8 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
 export type Breaker = {
   /** The state now: an open breaker turns half-open once its cooldown has passed. */
   state(): BreakerState;
+  /** Whether its last attempt failed (or it is not closed): its claims wait behind the others'. */
+  failing(): boolean;
   /** How many of `free` slots may start an attempt now: all while closed, one trial while half-open. */
   allowed(free: number): number;
   /**
@@ -39,6 +41,7 @@ export function createBreaker(
 
   return {
     state: current,
+    failing: () => consecutive > 0 || current() !== 'closed',
     allowed(free) {
       const s = current();
       if (s === 'closed') return free;

@@ -95,6 +95,8 @@ export function startDeliveryWorker({
   /** Loaded when there is first something to deliver (see connections.ts). */
   let connections: typeof import('./connections.ts') | undefined;
   let heldInAll = 0;
+  /** The failing subscribers' claims of the last round, while they run. */
+  let failingClaims: Promise<void> | undefined;
   const record = outcomeRecorder(outbox, config, log, metrics);
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
@@ -163,7 +165,8 @@ export function startDeliveryWorker({
       if (now > startBy) stale.push(delivery);
       else track(attempt(delivery, to));
     }
-    if (stopping.signal.aborted || to.breaker.state() === 'open') {
+    // A failing subscriber (see claimLimit) keeps nothing queued: it waits for a later round.
+    if (stopping.signal.aborted || to.breaker.failing()) {
       stale.push(...to.queue.map((queued) => queued.delivery));
       to.queue = [];
     }
@@ -216,8 +219,10 @@ export function startDeliveryWorker({
   /** How many deliveries to claim for `to` now. */
   function claimLimit(to: Subscriber): number {
     const free = Math.max(0, config.concurrency - to.inFlight - to.queue.length);
-    // Half-open: one trial, and only once nothing claimed is waiting.
-    if (to.breaker.state() !== 'closed') return to.queue.length > 0 ? 0 : to.breaker.allowed(free);
+    // Failing (its last attempt failed) or half-open: one attempt a round, and only once nothing
+    // claimed is waiting, so that a dead subscriber's retries cost a claim and an attempt a round,
+    // not a hot loop of `concurrency` slots (issue 42).
+    if (to.breaker.failing()) return to.queue.length > 0 ? 0 : to.breaker.allowed(Math.min(1, free));
     const room = Math.min(HELD_PER_SUBSCRIBER - to.held, HELD_IN_ALL - heldInAll);
     return Math.max(room, free);
   }
@@ -305,7 +310,7 @@ export function startDeliveryWorker({
       }
       if (to === undefined) return;
       const limit = claimLimit(to);
-      to.saturated = limit === 0 && to.breaker.state() === 'closed';
+      to.saturated = limit === 0 && !to.breaker.failing();
       if (limit === 0 || stopping.signal.aborted) return;
       // Measured before the claim, so before the store starts the lease.
       const startBy = performance.now() + config.leaseMs - config.timeoutMs;
@@ -320,13 +325,27 @@ export function startDeliveryWorker({
       }
       unhold(to, limit - claimed.length);
       for (const delivery of claimed) to.queue.push({ delivery, startBy });
-      // A full claim means more may be due (a half-open trial is one at a time, whatever is due).
-      to.saturated = claimed.length === limit && to.breaker.state() === 'closed';
+      // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
+      to.saturated = claimed.length === limit && !to.breaker.failing();
       pump(to);
     };
-    for (let i = 0; i < keys.length; i += CLAIMS_AT_ONCE) {
-      await Promise.all(keys.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+    // Failing subscribers' claims (mostly of retries) run on a chain of their own, which the round
+    // does not wait for and which starts again only once its last run ended: however many endpoints
+    // are dead, a healthy one's new deliveries are claimed within one round of the healthy ones.
+    const failing = (key: string) => subscribers.get(key)?.breaker.failing() === true;
+    const inBatches = async (of: string[]) => {
+      for (let i = 0; i < of.length; i += CLAIMS_AT_ONCE) {
+        await Promise.all(of.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+      }
+    };
+    if (!failingClaims) {
+      const chain = inBatches(keys.filter(failing)).finally(() => {
+        failingClaims = undefined;
+      });
+      failingClaims = chain;
+      track(chain);
     }
+    await inBatches(keys.filter((key) => !failing(key)));
     const pending = new Set(keys);
     // An endpoint whose claimed deliveries are no longer pending in the store was deleted or
     // disabled (with them): what this process still queues for it is not sent.
@@ -378,7 +397,7 @@ export function startDeliveryWorker({
   return {
     async stop(graceMs) {
       stopping.abort();
-      await Promise.all([running, pruning.stop(), failedPruning.stop()]);
+      await Promise.all([running, failingClaims, pruning.stop(), failedPruning.stop()]);
       // Claimed but not started: handed back at once, their attempts uncounted.
       for (const to of subscribers.values()) pump(to);
       const grace = new AbortController();
