@@ -18,6 +18,7 @@ import {
   target,
 } from '../lib/stats.mjs';
 import { copyStore, makeStore } from '../lib/stores.mjs';
+import { webhookFanout } from '../lib/webhook-fanout.mjs';
 import {
   makeTempDir,
   processStats,
@@ -205,10 +206,33 @@ async function run(settings) {
     );
     r.getP99Alongside = round2(ratio(r.alongside.p99, r.idle.p99));
   }
-  return { results };
+  const { scaleWebhooks: n, scaleWebhookSeconds: s, scaleWebhookBurst: b } = settings;
+  return { results, webhooks: n > 0 ? await webhookFanout(settings, n, s, b) : undefined };
 }
 
-const render = ({ results }, settings) => [
+const renderWebhooks = (w) => [
+  `### ${fmtInt(w.endpoints)} webhook endpoints (${fmtInt(w.healthy)} healthy, 1 in 10 refusing, 1 in 10 past the timeout), 50 tokens`,
+  '',
+  table(
+    ['measure', 'figure'],
+    [
+      [
+        `healthy commit-to-receipt p50 / p99 / max (ms), 5 creates/s for ${w.seconds} s`,
+        `${w.steady.p50} / ${w.steady.p99} / ${w.steady.max}`,
+      ],
+      ['healthy deliveries arrived / expected', `${fmtInt(w.steady.arrived)} / ${fmtInt(w.steady.expected)}`],
+      ['server cores busy at 5 creates/s', String(w.steadyCores)],
+      ['attempt p50 / p99 (ms): connect, send, answer', `${w.attemptMs.p50} / ${w.attemptMs.p99}`],
+      [
+        `backlog of ${w.burst.creates} creates drained (deliveries/s)`,
+        `${fmtInt(w.burst.perSec)} (${fmtInt(w.burst.arrived)} of ${fmtInt(w.burst.expected)})`,
+      ],
+    ],
+  ),
+  '',
+];
+
+const render = ({ results, webhooks }, settings) => [
   `## Scale: the api on SQLite stores of ${results.map((r) => fmtCount(r.rows)).join(', ')} plants (${settings.scaleSeconds} s a measure)`,
   '',
   table(
@@ -247,9 +271,10 @@ const render = ({ results }, settings) => [
     ],
   ),
   '',
+  ...(webhooks ? renderWebhooks(webhooks) : []),
 ];
 
-function targets({ results }) {
+function targets({ results, webhooks }) {
   const last = results.at(-1);
   const size = fmtCount(last.rows);
   const bad = results.reduce(
@@ -273,6 +298,20 @@ function targets({ results }) {
       last.getP99Alongside <= 2,
     ),
     target('Every scale request answered 2xx (check)', String(bad), bad === 0),
+    ...(webhooks
+      ? [
+          target(
+            `Healthy webhook p99 at ${fmtInt(webhooks.endpoints)} endpoints ≤ 2,000 ms, nothing lost`,
+            `${webhooks.steady.p99} ms, ${fmtInt(webhooks.steady.expected - webhooks.steady.arrived)} lost`,
+            webhooks.steady.p99 <= 2000 && webhooks.steady.arrived === webhooks.steady.expected,
+          ),
+          target(
+            'Webhook backlog drain ≥ 5,000 deliveries/s',
+            fmtInt(webhooks.burst.perSec),
+            webhooks.burst.perSec >= 5000,
+          ),
+        ]
+      : []),
   ];
 }
 
