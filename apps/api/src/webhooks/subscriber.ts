@@ -13,6 +13,12 @@ export const CLAIMS_AT_ONCE = 4;
  * write that waits for a commit; the bound keeps memory bounded.
  */
 export const HELD_PER_SUBSCRIBER = 512;
+/**
+ * Most attempts in flight to all subscribers together, each on its own connection: 1,000 endpoints'
+ * `concurrency` (32) slots each opened more sockets than a process may have files (20,000 here),
+ * and the store, out of file descriptors, failed (issue 42's bench).
+ */
+export const ATTEMPTS_IN_ALL = 2_048;
 /** Most deliveries all subscribers hold together, beyond each one's `concurrency` (which it always gets). */
 export const HELD_IN_ALL = 4_096;
 /**

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { wakeableNaps } from './worker.ts';
+import { wakeableNaps } from './naps.ts';
 
 describe('wakeableNaps', () => {
   it('ends a nap when woken, leaving no listener on the signal however often it is woken', async () => {

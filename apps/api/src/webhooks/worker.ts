@@ -3,7 +3,6 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Standing } from '../auth/tokens.ts';
 import { describeCauses } from '../causes.ts';
-import { startPruning } from '../store/pruning.ts';
 import type { WebhookConfig } from '../config/config.ts';
 import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/contract.ts';
 import { startAttemptSpan } from '../tracing/delivery.ts';
@@ -12,8 +11,10 @@ import { type EndpointSettings, endpointSigner, withheld } from './endpoints.ts'
 import type { openConnections } from './connections.ts';
 import { batched, wakeableNaps } from './naps.ts';
 import { outcomeRecorder } from './outcomes.ts';
+import { startOutboxRetention } from './retention.ts';
 import { AttemptCut, redactUrl, sendDelivery, urlDigest, webhookSigner } from './send.ts';
 import {
+  ATTEMPTS_IN_ALL,
   CLAIMS_AT_ONCE,
   FORGET_AFTER_MS,
   HELD_IN_ALL,
@@ -21,8 +22,6 @@ import {
   MAX_SUBSCRIBERS,
   type Subscriber,
 } from './subscriber.ts';
-
-export { wakeableNaps } from './naps.ts';
 
 export type DeliveryWorker = {
   /**
@@ -55,15 +54,14 @@ export type DeliveryWorkerOptions = {
 /**
  * Drains the webhook outbox, one subscriber at a time so that none can starve another: each
  * operator URL and each registered endpoint (even two with the same URL) gets its own `concurrency`
- * slots and its own circuit breaker (see breaker.ts), and its due
- * deliveries are claimed on their own (leased, so several instances never attempt one delivery at
- * the same time). A claim takes up to `HELD_PER_SUBSCRIBER` deliveries, which wait in a local queue
- * for a slot; one that could not end within its lease is handed back (`release`) instead of attempted,
- * and so are the queued ones when the URL's breaker opens or the worker stops: they keep their
- * attempts. Records each outcome (outcomes.ts). While a URL's
- * breaker is open its deliveries are neither claimed nor attempted. Polls every `pollIntervalMs`,
- * and at once when a subscriber that had more due has room again. Deletes delivered rows past
- * `retentionMs` and failed ones past `failedRetentionMs`, in batches.
+ * slots (within `ATTEMPTS_IN_ALL`) and circuit breaker (breaker.ts), and its due deliveries are
+ * claimed on their own (leased, so several instances never attempt one delivery at the same time).
+ * A claim takes up to `HELD_PER_SUBSCRIBER` deliveries, which wait in a local queue for a slot; one
+ * that could not end within its lease is handed back (`release`) instead of attempted, and so are
+ * the queued ones when the URL's last attempt failed or the worker stops: they keep their attempts.
+ * A failing URL gets one attempt a round; an open breaker, none. Records outcomes (outcomes.ts).
+ * Polls every `pollIntervalMs`, and at once when a subscriber that had more due has room again.
+ * Prunes (retention.ts).
  */
 export function startDeliveryWorker({
   outbox,
@@ -95,8 +93,9 @@ export function startDeliveryWorker({
   /** Loaded when there is first something to deliver (see connections.ts). */
   let connections: typeof import('./connections.ts') | undefined;
   let heldInAll = 0;
-  /** The failing subscribers' claims of the last round, while they run. */
-  let failingClaims: Promise<void> | undefined;
+  /** Attempts in flight to all subscribers, and those with queued deliveries waiting for one to end. */
+  let inFlightInAll = 0;
+  const waitingForSlot = new Set<Subscriber>();
   const record = outcomeRecorder(outbox, config, log, metrics);
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
@@ -159,6 +158,11 @@ export function startDeliveryWorker({
     const now = performance.now();
     const stale: Delivery[] = [];
     while (to.queue.length > 0 && !stopping.signal.aborted) {
+      if (inFlightInAll >= ATTEMPTS_IN_ALL) {
+        // Started again, in turn with the others waiting, as attempts end.
+        waitingForSlot.add(to);
+        break;
+      }
       if (to.breaker.allowed(config.concurrency - to.inFlight) === 0) break;
       const { delivery, startBy } = to.queue.shift()!;
       // It could outlive its lease, and another claim may already have it.
@@ -176,6 +180,7 @@ export function startDeliveryWorker({
   async function attempt(delivery: Delivery, to: Subscriber): Promise<void> {
     const settle = to.breaker.start();
     to.inFlight += 1;
+    inFlightInAll += 1;
     const started = performance.now();
     to.lastUsed = started;
     const cut = new AttemptCut();
@@ -193,6 +198,12 @@ export function startDeliveryWorker({
     attemptsInFlight.delete(cut);
     const ms = Math.round(performance.now() - started);
     to.inFlight -= 1;
+    inFlightInAll -= 1;
+    const next = waitingForSlot.values().next().value;
+    if (next !== undefined) {
+      waitingForSlot.delete(next);
+      if (next !== to) pump(next);
+    }
     const about = { webhookId: delivery.id, ...to.shown, attempt: delivery.attempts };
     const transition = settle(outcome.ok || (outcome.abandoned ? undefined : false));
     if (transition === 'opened') {
@@ -329,23 +340,9 @@ export function startDeliveryWorker({
       to.saturated = claimed.length === limit && !to.breaker.failing();
       pump(to);
     };
-    // Failing subscribers' claims (mostly of retries) run on a chain of their own, which the round
-    // does not wait for and which starts again only once its last run ended: however many endpoints
-    // are dead, a healthy one's new deliveries are claimed within one round of the healthy ones.
-    const failing = (key: string) => subscribers.get(key)?.breaker.failing() === true;
-    const inBatches = async (of: string[]) => {
-      for (let i = 0; i < of.length; i += CLAIMS_AT_ONCE) {
-        await Promise.all(of.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
-      }
-    };
-    if (!failingClaims) {
-      const chain = inBatches(keys.filter(failing)).finally(() => {
-        failingClaims = undefined;
-      });
-      failingClaims = chain;
-      track(chain);
+    for (let i = 0; i < keys.length; i += CLAIMS_AT_ONCE) {
+      await Promise.all(keys.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
     }
-    await inBatches(keys.filter((key) => !failing(key)));
     const pending = new Set(keys);
     // An endpoint whose claimed deliveries are no longer pending in the store was deleted or
     // disabled (with them): what this process still queues for it is not sent.
@@ -379,25 +376,11 @@ export function startDeliveryWorker({
   }
 
   const running = run();
-  const pruning = startPruning({
-    what: 'webhook deliveries',
-    prune: (batch) => outbox.prune(batch),
-    olderThanMs: config.retentionMs,
-    minEveryMs: config.pollIntervalMs,
-    log,
-  });
-  // Failed rows too: a receiver that always fails must not grow the table without end.
-  const failedPruning = startPruning({
-    what: 'failed webhook deliveries',
-    prune: (batch) => outbox.pruneFailed(batch),
-    olderThanMs: config.failedRetentionMs,
-    minEveryMs: config.pollIntervalMs,
-    log,
-  });
+  const retention = startOutboxRetention(outbox, config, log);
   return {
     async stop(graceMs) {
       stopping.abort();
-      await Promise.all([running, failingClaims, pruning.stop(), failedPruning.stop()]);
+      await Promise.all([running, retention.stop()]);
       // Claimed but not started: handed back at once, their attempts uncounted.
       for (const to of subscribers.values()) pump(to);
       const grace = new AbortController();
