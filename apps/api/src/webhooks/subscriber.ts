@@ -14,9 +14,11 @@ export const CLAIMS_AT_ONCE = 4;
  */
 export const HELD_PER_SUBSCRIBER = 512;
 /**
- * Most attempts in flight to all subscribers together, each on its own connection: 1,000 endpoints'
- * `concurrency` (32) slots each opened more sockets than a process may have files (20,000 here),
- * and the store, out of file descriptors, failed (issue 42's bench).
+ * Most attempts in flight to all subscribers together, each on its own connection: with many
+ * subscribers each gets an equal share of these rather than its `concurrency`. 1,000 endpoints × 32
+ * slots opened more sockets than the process may have files (20,000 here) and the store, out of
+ * file descriptors, failed (issue 42's bench); an equal share keeps dead endpoints from holding the
+ * healthy ones' slots.
  */
 export const ATTEMPTS_IN_ALL = 2_048;
 /** Most deliveries all subscribers hold together, beyond each one's `concurrency` (which it always gets). */

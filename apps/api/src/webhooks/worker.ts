@@ -54,7 +54,7 @@ export type DeliveryWorkerOptions = {
 /**
  * Drains the webhook outbox, one subscriber at a time so that none can starve another: each
  * operator URL and each registered endpoint (even two with the same URL) gets its own `concurrency`
- * slots (within `ATTEMPTS_IN_ALL`) and circuit breaker (breaker.ts), and its due deliveries are
+ * slots (an equal share of `ATTEMPTS_IN_ALL` when less) and breaker (breaker.ts), and its due deliveries are
  * claimed on their own (leased, so several instances never attempt one delivery at the same time).
  * A claim takes up to `HELD_PER_SUBSCRIBER` deliveries, which wait in a local queue for a slot; one
  * that could not end within its lease is handed back (`release`) instead of attempted, and so are
@@ -93,9 +93,9 @@ export function startDeliveryWorker({
   /** Loaded when there is first something to deliver (see connections.ts). */
   let connections: typeof import('./connections.ts') | undefined;
   let heldInAll = 0;
-  /** Attempts in flight to all subscribers, and those with queued deliveries waiting for one to end. */
-  let inFlightInAll = 0;
-  const waitingForSlot = new Set<Subscriber>();
+  /** Each subscriber's slots: `concurrency`, or an equal share of `ATTEMPTS_IN_ALL` when that is less. */
+  const slots = () =>
+    Math.min(config.concurrency, Math.max(1, Math.floor(ATTEMPTS_IN_ALL / subscribers.size)));
   const record = outcomeRecorder(outbox, config, log, metrics);
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
@@ -158,12 +158,7 @@ export function startDeliveryWorker({
     const now = performance.now();
     const stale: Delivery[] = [];
     while (to.queue.length > 0 && !stopping.signal.aborted) {
-      if (inFlightInAll >= ATTEMPTS_IN_ALL) {
-        // Started again, in turn with the others waiting, as attempts end.
-        waitingForSlot.add(to);
-        break;
-      }
-      if (to.breaker.allowed(config.concurrency - to.inFlight) === 0) break;
+      if (to.breaker.allowed(slots() - to.inFlight) <= 0) break;
       const { delivery, startBy } = to.queue.shift()!;
       // It could outlive its lease, and another claim may already have it.
       if (now > startBy) stale.push(delivery);
@@ -180,7 +175,6 @@ export function startDeliveryWorker({
   async function attempt(delivery: Delivery, to: Subscriber): Promise<void> {
     const settle = to.breaker.start();
     to.inFlight += 1;
-    inFlightInAll += 1;
     const started = performance.now();
     to.lastUsed = started;
     const cut = new AttemptCut();
@@ -198,12 +192,6 @@ export function startDeliveryWorker({
     attemptsInFlight.delete(cut);
     const ms = Math.round(performance.now() - started);
     to.inFlight -= 1;
-    inFlightInAll -= 1;
-    const next = waitingForSlot.values().next().value;
-    if (next !== undefined) {
-      waitingForSlot.delete(next);
-      if (next !== to) pump(next);
-    }
     const about = { webhookId: delivery.id, ...to.shown, attempt: delivery.attempts };
     const transition = settle(outcome.ok || (outcome.abandoned ? undefined : false));
     if (transition === 'opened') {
@@ -229,7 +217,7 @@ export function startDeliveryWorker({
 
   /** How many deliveries to claim for `to` now. */
   function claimLimit(to: Subscriber): number {
-    const free = Math.max(0, config.concurrency - to.inFlight - to.queue.length);
+    const free = Math.max(0, slots() - to.inFlight - to.queue.length);
     // Failing (its last attempt failed) or half-open: one attempt a round, and only once nothing
     // claimed is waiting, so that a dead subscriber's retries cost a claim and an attempt a round,
     // not a hot loop of `concurrency` slots (issue 42).
