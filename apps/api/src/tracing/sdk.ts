@@ -16,7 +16,6 @@ import {
 import type { Logger } from 'pino';
 import type { TracingConfig } from '../config/config.ts';
 import { exportLog, watchedExporter } from './export-watch.ts';
-import { pooledIdGenerator } from './ids.ts';
 import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
 
 /**
@@ -41,7 +40,6 @@ export function startTracing(
   const provider = new TracerProvider({
     resource: detected.merge(resourceFromAttributes({ 'service.name': serviceName })),
     sampler: sampler(config.sampler),
-    idGenerator: pooledIdGenerator(),
     spanProcessors: [
       new BatchSpanProcessor({
         // Spans the collector does not take are dropped: said in the log (export-watch.ts).
