@@ -4,7 +4,7 @@ import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
 import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../contract.ts';
 import type { sqliteCommit } from './commit.ts';
-import type { Connection } from './connection.ts';
+import { type Connection, rowReader } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
   // A version is its event's id, read under the writer's lock: an INSERT's RETURNING costs a temporary B-tree.
@@ -31,7 +31,6 @@ function bytes(filter?: 'tag') {
 }
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
-type PlantTuple = [bigint, string, string | null, bigint];
 
 /** The SQLite store's plant writes, in its group commit, and its pages. */
 export function sqlitePlants(
@@ -39,7 +38,7 @@ export function sqlitePlants(
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const prepare = <R>({ sqlite }: Statement) => db.prepare<unknown[], R>(sqlite.text);
-  const pages = new Map(Object.values(PAGES).map((page) => [page, prepare<PlantTuple>(page).raw(true)]));
+  const pages = new Map(Object.values(PAGES).map((page) => [page, rowReader<shared.PlantRow>(prepare(page))]));
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
   return {
     async create(plant, outbox = [], answer, endpointPayload) {
@@ -77,24 +76,22 @@ export function sqlitePlants(
         const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
         const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
         if (size && sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
-          const rows = page.all(...args);
-          return { plants: rows.slice(0, limit).map(toPlant), more: rows.length > limit };
+          const rows = page.rows(...args);
+          return { plants: rows.slice(0, limit).map(shared.toPlant), more: rows.length > limit };
         }
         return byRow(page.iterate(...args), limit, maxBytes);
       }),
   };
 }
 
-const toPlant = ([id, name, tag, version]: PlantTuple) => shared.toPlant({ id, name, tag, version });
-
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<PlantTuple>, limit: number, maxBytes: number) {
+function byRow(rows: Iterable<shared.PlantRow>, limit: number, maxBytes: number) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
   for (const row of rows) {
-    bytes += textBytes({ name: row[1], tag: row[2] });
+    bytes += textBytes(row);
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-    plants.push(toPlant(row));
+    plants.push(shared.toPlant(row));
   }
   return { plants, more: false };
 }
