@@ -1,5 +1,5 @@
 import { newTokenSecret } from './tokens.ts';
-import { MIN_API_TOKEN_LENGTH } from '../config/config.ts';
+import { MIN_API_TOKEN_LENGTH } from '../config/env.ts';
 import { savedPrivately } from '../config/saved-secret.ts';
 
 /**

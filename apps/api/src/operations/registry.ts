@@ -1,21 +1,19 @@
-import { type AnyOperation, isOperation } from './operation.ts';
 import { plantEvents } from './events.ts';
+import { type AnyOperation, isOperation } from './operation.ts';
 import { createPlant, deletePlant, getPlant, listPlants, updatePlant } from './plants.ts';
+import { listWebhookDeliveries, pingWebhookEndpoint, redeliverWebhook } from './webhook-deliveries.ts';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
   getWebhookEndpoint,
-  listWebhookDeliveries,
   listWebhookEndpoints,
-  pingWebhookEndpoint,
-  redeliverWebhook,
   rotateWebhookSecret,
   updateWebhookEndpoint,
 } from './webhook-endpoints.ts';
 
 /**
  * Every operation of the api, by tRPC path (`plants.create`): the one registry. The tRPC router
- * (router.ts), the REST routes (http/rest.ts) and the OpenAPI document (http/openapi.ts) are all
+ * (trpc/router.ts), the REST routes (http/rest.ts) and the OpenAPI document (http/openapi.ts) are all
  * built from it. A new operation is defined next to its kin and added here.
  */
 export const operations = {

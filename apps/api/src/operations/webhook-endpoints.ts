@@ -1,49 +1,41 @@
 import {
-  CreatedWebhookEndpointSchema,
-  ListDeliveriesQuerySchema,
-  NewWebhookEndpointSchema,
-  RotatedWebhookSecretSchema,
-  stringifyJson,
-  WebhookDeliveryParamsSchema,
-  WebhookDeliverySchema,
-  WebhookEndpointParamsSchema,
-  WebhookEndpointSchema,
-  UpdateWebhookEndpointInputSchema,
-  WebhookEndpointPatchSchema,
-  DEFAULT_ENDPOINT_EVENTS,
   type CreatedWebhookEndpoint,
+  CreatedWebhookEndpointSchema,
+  DEFAULT_ENDPOINT_EVENTS,
+  NewWebhookEndpointSchema,
   type RotatedWebhookSecret,
-  type WebhookDelivery,
+  RotatedWebhookSecretSchema,
+  UpdateWebhookEndpointInputSchema,
   type WebhookEndpoint,
-  type WebhookPing,
+  WebhookEndpointParamsSchema,
+  WebhookEndpointPatchSchema,
+  WebhookEndpointSchema,
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { RequestError } from '../errors.ts';
-import { defineOperation, nextPageHeaders, type OperationContext, storeCall } from './operation.ts';
-import type { EndpointDelivery, StoredEndpoint } from '../store/contract.ts';
+import type { StoredEndpoint } from '../store/contract.ts';
 import { type EndpointSettings, newEndpointId } from '../webhooks/endpoints.ts';
-import { newWebhookId } from '../webhooks/event.ts';
-import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
 import { LookupsBusyError } from '../webhooks/lookup-slots.ts';
+import { newEndpointSecret, type SecretBox } from '../webhooks/secrets.ts';
 import { checkEndpointUrl, parseEndpointUrl, UnsafeUrlError } from '../webhooks/ssrf.ts';
-import { HEADERS } from './answers.ts';
+import { defineOperation, type OperationContext, storeCall } from './operation.ts';
 
-const TAGS = ['webhook-endpoints'];
+export const TAGS = ['webhook-endpoints'];
 
 /** How every endpoint operation words two of the answers every operation has (operations/answers.ts). */
-const ENDPOINT_ERRORS = {
+export const ENDPOINT_ERRORS = {
   403: 'The token lacks the webhooks scope',
   503: 'The store is unavailable, or no WEBHOOK_SECRETS_KEY is configured (PostgreSQL); retry later',
 };
 
 /** An endpoint the caller does not own answers as one that does not exist: ids cannot be probed. */
-const NOT_FOUND = {
+export const NOT_FOUND = {
   404: 'There is no webhook endpoint with this id among this token’s',
   400: 'The id is malformed',
 };
 
 /** A ping or redelivery past WEBHOOK_PENDING_PER_ENDPOINT. */
-const PENDING_FULL = {
+export const PENDING_FULL = {
   429:
     'The endpoint has the most pending deliveries allowed (WEBHOOK_PENDING_PER_ENDPOINT); or past the rate limit, ' +
     'or too many failed authentications from this address; retry after Retry-After',
@@ -55,7 +47,7 @@ const PENDING_FULL = {
  */
 const PENDING_RETRY_AFTER_SECONDS = 60;
 
-function pendingFull(id: string, max: number): never {
+export function pendingFull(id: string, max: number): never {
   throw new RequestError(
     'rate_limited',
     `Webhook endpoint ${id} has ${max} pending deliveries, the most allowed; retry once some are delivered or have failed.`,
@@ -68,7 +60,7 @@ function noSuchEndpoint(id: string): never {
 }
 
 /** The endpoint settings with a secrets key, or a 503 naming the missing setting. */
-function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox } {
+export function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox } {
   const settings = ctx.endpoints;
   if (settings?.box === undefined) {
     throw new RequestError(
@@ -80,14 +72,14 @@ function settingsOf(ctx: OperationContext): EndpointSettings & { box: SecretBox 
 }
 
 /** The caller's endpoint, or 404. */
-async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
+export async function ownEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
   return (
     (await storeCall(() => ctx.store.webhookEndpoints.get(id, ctx.principal.tokenName))) ?? noSuchEndpoint(id)
   );
 }
 
 /** The caller's endpoint, or 404; 409 when it is disabled (it gets no deliveries, a ping none either). */
-async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
+export async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<StoredEndpoint> {
   const endpoint = await ownEndpoint(ctx, id);
   if (endpoint.disabled !== null) {
     throw new RequestError(
@@ -99,9 +91,9 @@ async function ownEnabledEndpoint(ctx: OperationContext, id: string): Promise<St
 }
 
 /** 409 for ping and redeliver. */
-const DISABLED = { 409: 'The endpoint is disabled (see its `disabled`): it gets no deliveries' };
+export const DISABLED = { 409: 'The endpoint is disabled (see its `disabled`): it gets no deliveries' };
 
-function present(endpoint: StoredEndpoint): WebhookEndpoint {
+export function present(endpoint: StoredEndpoint): WebhookEndpoint {
   return {
     id: endpoint.id,
     url: endpoint.url,
@@ -112,19 +104,6 @@ function present(endpoint: StoredEndpoint): WebhookEndpoint {
       endpoint.disabled === null
         ? null
         : { at: endpoint.disabled.at.toISOString(), reason: endpoint.disabled.reason },
-  };
-}
-
-function presentDelivery(delivery: EndpointDelivery): WebhookDelivery {
-  return {
-    id: delivery.id,
-    event: delivery.event,
-    status: delivery.status,
-    attempts: delivery.attempts,
-    lastResponseCode: delivery.lastResponseCode,
-    lastError: delivery.lastError,
-    nextAttemptAt: delivery.nextAttemptAt?.toISOString() ?? null,
-    createdAt: delivery.createdAt.toISOString(),
   };
 }
 
@@ -343,123 +322,4 @@ export const rotateWebhookSecret = defineOperation({
     if (rotated === undefined) noSuchEndpoint(id);
     return { id, secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt!.toISOString() };
   },
-});
-
-export const listWebhookDeliveries = defineOperation({
-  scope: 'webhooks',
-  openapi: {
-    method: 'GET',
-    path: '/webhook-endpoints/{id}/deliveries',
-    operationId: 'listWebhookDeliveries',
-    summary: 'List an endpoint’s deliveries',
-    description:
-      'The endpoint’s deliveries, newest first, with their latest attempt, one page at a time. While more ' +
-      'remain, the answer has a `Link: <…>; rel="next"` header with the next page. Delivered ones are kept ' +
-      'for WEBHOOK_RETENTION_MS, failed ones for WEBHOOK_FAILED_RETENTION_MS.',
-    tags: TAGS,
-    successDescription: 'A page of deliveries',
-    responseHeaders: z.object({ Link: HEADERS.link }),
-    errorResponses: {
-      ...NOT_FOUND,
-      ...ENDPOINT_ERRORS,
-      400: 'A bad id, limit or before parameter (before must be a delivery of this endpoint)',
-    },
-  },
-  input: ListDeliveriesQuerySchema,
-  output: z.array(WebhookDeliverySchema),
-  async run(ctx, { id, limit, before }): Promise<{ deliveries: WebhookDelivery[]; next: string | null }> {
-    settingsOf(ctx);
-    await ownEndpoint(ctx, id);
-    const page = await storeCall(() =>
-      ctx.store.deliveries.listForEndpoint({ endpointId: id, limit, before }),
-    );
-    if (page === undefined) {
-      throw new RequestError(
-        'bad_request',
-        `Invalid request parameters: before must be a delivery of endpoint ${id}.`,
-      );
-    }
-    const deliveries = page.deliveries.map(presentDelivery);
-    return { deliveries, next: page.more ? deliveries[deliveries.length - 1]!.id : null };
-  },
-  rest: {
-    status: 200,
-    present({ deliveries, next }, { path, input }) {
-      const cursor = next === null ? null : { name: 'before', value: next };
-      return { body: deliveries, headers: nextPageHeaders(path, input.limit, cursor) };
-    },
-  },
-});
-
-export const redeliverWebhook = defineOperation({
-  scope: 'webhooks',
-  openapi: {
-    method: 'POST',
-    path: '/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver',
-    operationId: 'redeliverWebhook',
-    summary: 'Deliver again',
-    description:
-      'Makes the delivery pending and due now, whatever its status, with a fresh schedule of attempts. It ' +
-      'keeps its `webhook-id`, so a receiver that saw it already can tell. Refused (429) while the endpoint ' +
-      'has WEBHOOK_PENDING_PER_ENDPOINT pending deliveries.',
-    tags: TAGS,
-    successDescription: 'The delivery, pending',
-    errorResponses: {
-      ...NOT_FOUND,
-      ...ENDPOINT_ERRORS,
-      ...DISABLED,
-      404: 'There is no such endpoint among this token’s, or no such delivery of it',
-      400: 'A malformed id or delivery id',
-      ...PENDING_FULL,
-    },
-  },
-  input: WebhookDeliveryParamsSchema,
-  output: WebhookDeliverySchema,
-  async run(ctx, { id, deliveryId }): Promise<WebhookDelivery> {
-    const { pendingPerEndpoint } = settingsOf(ctx);
-    await ownEnabledEndpoint(ctx, id);
-    const delivery = await storeCall(() =>
-      ctx.store.deliveries.redeliver({ id: deliveryId, endpointId: id, maxPending: pendingPerEndpoint }),
-    );
-    if (delivery === undefined) {
-      throw new RequestError('not_found', `Webhook endpoint ${id} has no delivery with id ${deliveryId}.`);
-    }
-    if (delivery === 'full') pendingFull(id, pendingPerEndpoint);
-    return presentDelivery(delivery);
-  },
-  rest: { status: 202 },
-});
-
-export const pingWebhookEndpoint = defineOperation({
-  scope: 'webhooks',
-  openapi: {
-    method: 'POST',
-    path: '/webhook-endpoints/{id}/ping',
-    operationId: 'pingWebhookEndpoint',
-    summary: 'Send a test event',
-    description:
-      'Enqueues a `webhook.ping` delivery to the endpoint (the `webhook.ping` webhook: a `WebhookPing` body), ' +
-      'signed and retried like any other. Refused (429) while the endpoint has WEBHOOK_PENDING_PER_ENDPOINT ' +
-      'pending deliveries.',
-    tags: TAGS,
-    successDescription: 'The ping delivery, pending',
-    errorResponses: { ...NOT_FOUND, ...ENDPOINT_ERRORS, ...PENDING_FULL, ...DISABLED },
-  },
-  input: WebhookEndpointParamsSchema,
-  output: WebhookDeliverySchema,
-  async run(ctx, { id }): Promise<WebhookDelivery> {
-    const { pendingPerEndpoint } = settingsOf(ctx);
-    const endpoint = await ownEnabledEndpoint(ctx, id);
-    const ping: WebhookPing = { type: 'webhook.ping', endpointId: id, timestamp: new Date().toISOString() };
-    const payload = stringifyJson(ping);
-    const delivery = await storeCall(() =>
-      ctx.store.deliveries.enqueue(
-        { id: newWebhookId(), endpointId: id, url: endpoint.url, event: 'webhook.ping', payload },
-        { maxPending: pendingPerEndpoint },
-      ),
-    );
-    if (delivery === 'full') pendingFull(id, pendingPerEndpoint);
-    return presentDelivery(delivery);
-  },
-  rest: { status: 202 },
 });

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { EnvSchema } from '../../src/config/config.ts';
+import { EnvSchema } from '../../src/config/env.ts';
 
 const ROOT = new URL('../../../../', import.meta.url);
 
