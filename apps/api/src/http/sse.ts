@@ -21,6 +21,8 @@ const RECONNECT_MS = 1_000;
  * Written to the socket directly (Koa does not respond), as ready-made HTTP chunks shared by every
  * stream: at 1,000 streams × 1,000 events/s the per-write cost of a Readable, a generator and a
  * timer per event is what saturated the instance, and the write system call is most of what is left.
+ * It goes around `res.write` by the rule of docs/architecture.md (Going around a library);
+ * test/in-process/sse-raw-chunks.test.ts fails if node:http changes under it.
  */
 export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs: number): void {
   ctx.status = 200;
