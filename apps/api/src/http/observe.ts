@@ -32,8 +32,8 @@ export function observeMiddleware(log: Logger, metrics: Metrics): Middleware {
       const auth = ctx.state.auth as AuthResult | undefined;
       const token = auth?.ok ? auth.principal.tokenName : '-';
       const method = METHODS.has(ctx.method) ? ctx.method : 'other';
-      metrics.requests.inc({ method, route, status, token });
-      metrics.requestSeconds.observe({ method, route, status }, seconds);
+      metrics.requests.series(method, route, status, token).value += 1;
+      metrics.requestSeconds.series(method, route, status).observe(seconds);
       // The request's own logger when it is traced (http/trace-middleware.ts): the line then carries its ids.
       ((ctx.state.log as Logger | undefined) ?? log).info(
         {

@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { type HistogramSeries, SeriesCounter, SeriesHistogram } from './metric-series.ts';
 
 /** The process's Prometheus metrics (prom-client), served at /metrics. */
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -29,26 +30,26 @@ export function createMetrics({
   collectDefaultMetrics({ register: registry });
   const metrics = {
     registry,
-    requests: new Counter({
-      name: 'plant_store_http_requests_total',
-      help: 'HTTP requests answered, by method, route template, status and token name',
-      labelNames: ['method', 'route', 'status', 'token'] as const,
-      registers: [registry],
-    }),
-    requestSeconds: new Histogram({
-      name: 'plant_store_http_request_duration_seconds',
-      help: 'Time from request to answer, by method, route template and status',
-      labelNames: ['method', 'route', 'status'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
-    }),
-    storeSeconds: new Histogram({
-      name: 'plant_store_store_operation_duration_seconds',
-      help: 'Time of store calls (a create includes its durable commit), by operation and outcome',
-      labelNames: ['operation', 'outcome'] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
-      registers: [registry],
-    }),
+    requests: new SeriesCounter(
+      'plant_store_http_requests_total',
+      'HTTP requests answered, by method, route template, status and token name',
+      ['method', 'route', 'status', 'token'],
+      registry,
+    ),
+    requestSeconds: new SeriesHistogram(
+      'plant_store_http_request_duration_seconds',
+      'Time from request to answer, by method, route template and status',
+      ['method', 'route', 'status'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registry,
+    ),
+    storeSeconds: new SeriesHistogram(
+      'plant_store_store_operation_duration_seconds',
+      'Time of store calls (a create includes its durable commit), by operation and outcome',
+      ['operation', 'outcome'],
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registry,
+    ),
     rateLimitBackend: new Gauge({
       name: 'plant_store_rate_limit_backend',
       help: 'Where rate-limit counters are kept now (1): redis (shared by instances) or memory (this instance only)',
@@ -137,13 +138,13 @@ export function instrumentStore<T extends object>(store: T, metrics: Metrics): T
 }
 
 /**
- * Records a store call's time since `started` into its operation and outcome's series, made at the
- * first call, so only outcomes that happened are exposed.
+ * Records a store call's time since `started` into its operation and outcome's series, looked up at
+ * the first call, so only outcomes that happened are exposed.
  */
 function outcomeTimer(metrics: Metrics, operation: string, outcome: 'ok' | 'error') {
-  let series: Histogram.Internal<'operation' | 'outcome'> | undefined;
+  let series: HistogramSeries | undefined;
   return (started: number) => {
-    series ??= metrics.storeSeconds.labels({ operation, outcome });
+    series ??= metrics.storeSeconds.series(operation, outcome);
     series.observe((performance.now() - started) / 1000);
   };
 }
