@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
-import { stringifyJson } from '@plant-store/schema';
 import type { Context } from 'koa';
 import type { EventStream } from '../events/hub.ts';
 import { toPlantEvent } from '../operations/events.ts';
 import type { StoredEvent } from '../store/contract.ts';
+import { writeJson } from './json-writer.ts';
 
 /** What EventSource waits before reconnecting after the stream ends (the `retry:` field). */
 const RECONNECT_MS = 1_000;
@@ -143,7 +143,7 @@ function frames(events: readonly StoredEvent[]): Buffer {
 function frame(event: StoredEvent): string {
   let text = framedEvents.get(event);
   if (text === undefined) {
-    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${stringifyJson(toPlantEvent(event))}\n\n`;
+    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${writeJson(toPlantEvent(event))}\n\n`;
     framedEvents.set(event, text);
   }
   return text;
