@@ -91,6 +91,7 @@ export async function measureRun(settings, run) {
       server.url,
       load,
       Array.from({ length: perRequest }, (_, i) => idText(idMode, idStart + i)),
+      run.bearer,
     );
     const memory = sampleMemory(server.pid, run.samples ? 1000 : 250);
     const result = await loadServer(settings, server, load, { ...run, idStart: idStart + perRequest });
@@ -130,7 +131,8 @@ export async function loadServer(
   const result = await runLoad(
     {
       url: server.url,
-      token: TOKEN,
+      // A scenario's own bearer token (get-jwt's JWT), else this invocation's opaque one.
+      token: run.bearer ?? TOKEN,
       load,
       connections: settings.connections,
       duration: run.duration ?? settings.duration,
@@ -159,10 +161,10 @@ export async function loadServer(
  * Sends one request of the load and checks its answer: the expected status, and for a 200 a body
  * that holds the plants asked for (for a tag page, of that tag only).
  */
-async function preflight(url, load, ids) {
+async function preflight(url, load, ids, bearer = TOKEN) {
   const request = buildRequest(load, ids);
   const type = request.body ? { 'content-type': 'application/json' } : {};
-  const headers = { authorization: `Bearer ${TOKEN}`, ...type, ...request.headers };
+  const headers = { authorization: `Bearer ${bearer}`, ...type, ...request.headers };
   const { status, text } = await send(url, { ...request, headers });
   const plants = text.split(`"name":"${PLANT_NAME}`).length - 1;
   const expected = load.startsWith('list') ? LIST_LIMIT : ids.length;

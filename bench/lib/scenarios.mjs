@@ -2,7 +2,7 @@
 // said), its load (lib/workload.mjs), the scenario its ratios are against (`against`: a bare
 // baseline, or another api scenario), the least ratio it targets, and how to `open` its store:
 // (settings, dir, round) → { databaseUrl, env, idStart, idModulo, countRows, afterLoad, close }.
-import { freshPostgres, readStore, taggedStore, webhookSubscriber } from './stores.mjs';
+import { freshPostgres, jwtReadStore, readStore, taggedStore, webhookSubscriber } from './stores.mjs';
 
 const postgres = (prefix) => (settings, _dir, round) =>
   freshPostgres(settings.databaseUrl, `${prefix}${round}`);
@@ -17,6 +17,8 @@ export const SCENARIOS = {
   webhook: api('rest', 'baseline', 0.55, 'REST POST /plants, one webhook subscriber', webhookSubscriber),
   'baseline-get': bare('get', 'bare: GET /plants/{id}', readStore),
   get: api('get', 'baseline-get', 0.65, 'REST GET /plants/{id}', readStore),
+  // A GET with a JWT access token costs at most 1.3× one with an opaque token (issue 43): ≥ 1/1.3.
+  'get-jwt': api('get', 'get', 0.77, 'REST GET /plants/{id} with a JWT access token', jwtReadStore),
   'get-304': api('get-304', 'get', 1, 'GET /plants/{id}, If-None-Match → 304', readStore),
   'baseline-list': bare('list', 'bare: GET /plants?limit=100', readStore),
   list: api('list', 'baseline-list', 0.65, 'REST GET /plants?limit=100', readStore),

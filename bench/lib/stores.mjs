@@ -64,6 +64,19 @@ export const readStore = copyOf('read-store', READ_ROWS, (i) => [i + 1, PLANT_NA
 /** BIG_ROWS plants in TAGS tags (`t<id mod TAGS>`), for the filtered pages. */
 export const taggedStore = copyOf('tagged-store', BIG_ROWS, (i) => [i + 1, PLANT_NAME, `t${(i + 1) % TAGS}`]);
 
+/** `readStore`, and the api accepting JWTs of a loopback issuer: the load sends one of its tokens. */
+export async function jwtReadStore(settings, dir) {
+  const store = await readStore(settings, dir);
+  const { AUDIENCE, startIssuer } = await import('./issuer.mjs');
+  const issuer = await startIssuer();
+  return {
+    ...store,
+    env: { OIDC_ISSUER: issuer.issuer, OIDC_AUDIENCE: AUDIENCE },
+    bearer: issuer.token,
+    close: issuer.close,
+  };
+}
+
 /** The server `pnpm bench` uses when BENCH_DATABASE_URL is unset: the local one, if it answers. */
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 

@@ -7,6 +7,7 @@ import { loadConfig } from './config/config.ts';
 import { createEventHub, type EventHub } from './events/hub.ts';
 import { createHeavyReads } from './operations/heavy-reads.ts';
 import { authMiddleware } from './auth/token-check.ts';
+import type { JwtVerifier } from './auth/jwt-verifier.ts';
 import { authFailureMiddleware } from './auth/auth-failures.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { docsPaths } from './http/docs.ts';
@@ -20,11 +21,14 @@ import { type CreateContext, restAdapter, restRoutes } from './http/rest.ts';
 import { traceMiddleware } from './http/trace-middleware.ts';
 import { trpcPaths } from './trpc/http-adapter.ts';
 import { webAppPaths } from './http/web-app.ts';
+import { authProviderPaths, signInProvider } from './http/auth-provider.ts';
+import type { IssuerConfig } from './config/identity.ts';
 import { DEFAULT_IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './operations/idempotency.ts';
 import { createMetrics, instrumentStore, type Metrics } from './observability/metrics.ts';
 import type { PlantStore } from './store/contract.ts';
-import { type DbSystem, storeTracer } from './tracing/traced-store.ts';
-import { withSyncSpan } from './tracing/sync-span.ts';
+import { storeTracer } from './tracing/traced-store.ts';
+import { withRequestSpan } from './tracing/traced-redis.ts';
+import type { DbSystem } from './store/contract.ts';
 import type { EndpointSettings } from './webhooks/endpoints.ts';
 import { newPlantWebhook } from './webhooks/event.ts';
 
@@ -38,6 +42,10 @@ export type AppOptions = {
   publicUrl: string | (() => string);
   /** Checks bearer tokens (`createTokenVerifier`). */
   verifier: TokenVerifier;
+  /** Checks JWT access tokens of the configured identity providers (`createJwtVerifier`); none by default. */
+  jwt?: JwtVerifier;
+  /** The configured identity providers, for `GET /auth/provider`; none by default. */
+  issuers?: readonly IssuerConfig[];
   /** Where request and store metrics go; a fresh registry by default. */
   metrics?: Metrics;
   /** Per-token rate limiting of the API routes and /metrics; none by default. */
@@ -105,7 +113,7 @@ export function createApp(options: AppOptions): Koa {
   if (corsOrigins.length > 0) {
     app.use(corsMiddleware(corsOrigins, [...new Set(routes.map((route) => route.method))]));
   }
-  app.use(authMiddleware(verifier));
+  app.use(authMiddleware(verifier, options.jwt));
   const openApi = ownPaths(
     (path) => path === '/openapi.json',
     async (ctx, next) => {
@@ -116,13 +124,19 @@ export function createApp(options: AppOptions): Koa {
     },
   );
   // The public paths, then (after the limits) /metrics and /trpc, each set in one middleware.
-  app.use(servePaths(openApi, docsPaths(), webAppPaths(options.webAppDir), healthPaths(store)));
+  app.use(
+    servePaths(
+      openApi,
+      docsPaths(),
+      webAppPaths(options.webAppDir, signInOrigin(options.issuers ?? [])),
+      healthPaths(store),
+      authProviderPaths(options.issuers ?? []),
+    ),
+  );
   // With Redis, a limiter sends its command synchronously: it is a child of the request's span. In
   // memory it sends none, and runs as it is.
   const limiting = (limiter: RateLimiterAbstract, middleware: Koa.Middleware): Koa.Middleware =>
-    tracing && limiter instanceof RateLimiterRedis
-      ? (ctx, next) => withSyncSpan(ctx.state.span, () => middleware(ctx, next))
-      : middleware;
+    tracing && limiter instanceof RateLimiterRedis ? withRequestSpan(middleware) : middleware;
   if (authFailures) {
     app.use(limiting(authFailures.limiter, authFailureMiddleware(authFailures.limiter, authFailures.limit)));
   }
@@ -136,4 +150,10 @@ export function createApp(options: AppOptions): Koa {
 function defaultEvents(store: PlantStore, log: Logger): { hub: EventHub; heartbeatMs: number } {
   const { heartbeatMs, ...limits } = loadConfig({}).events;
   return { hub: createEventHub(store.events, limits, log), heartbeatMs };
+}
+
+/** The origin of the provider the console signs in with, if any. */
+function signInOrigin(issuers: readonly IssuerConfig[]): string | undefined {
+  const provider = signInProvider(issuers);
+  return provider && new URL(provider.issuer).origin;
 }

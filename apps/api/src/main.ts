@@ -58,7 +58,8 @@ async function startTracing(config: Config, log: Logger): Promise<Tracing | unde
  * it on what is on disk.
  */
 async function serveUntilExit(config: Config, log: Logger, tracing: Tracing | undefined): Promise<void> {
-  const store = await openStore(config.store);
+  // With tracing on, each group commit carrying a traced call's write gets its span.
+  const store = await openStore(config.store, { commits: tracing?.commits });
   let running: RunningServer;
   try {
     running = await startServer(config, { store, log, tracer: tracing?.tracer });

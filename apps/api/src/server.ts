@@ -15,6 +15,7 @@ import { type Pruning, startPruning } from './store/pruning.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { createMetrics, type Metrics, setRateLimitBackend } from './observability/metrics.ts';
 import { ownerLookup, streamMayContinue } from './auth/principals.ts';
+import { createJwtVerifier, type JwtVerifier } from './auth/jwt-verifier.ts';
 import type { PlantStore } from './store/contract.ts';
 import { MISSED_RELOADS_BEFORE_REFUSAL, startTokenRefresh, type TokenRefresh } from './auth/token-refresh.ts';
 import { traceRedis } from './tracing/traced-redis.ts';
@@ -58,7 +59,7 @@ export async function startServer(
   }: { store: PlantStore; log: Logger; webAppDir?: string; tracer?: Tracer | undefined },
 ): Promise<RunningServer> {
   const events = createEventHub(store.events, config.events, log, tracer);
-  const { verifier, refresher } = await startTokens(config, store, log, events);
+  const { verifier, jwt, refresher } = await startTokens(config, store, log, events);
   const metrics = createMetrics({
     outboxDepth: (options) => store.deliveries.depth(options).catch(() => undefined),
     droppedLogLines: () => droppedLogLines(log),
@@ -74,6 +75,7 @@ export async function startServer(
     buildApp(config, {
       store,
       verifier,
+      jwt,
       log,
       metrics,
       redis,
@@ -92,7 +94,7 @@ export async function startServer(
     throw error;
   }
   log.info({ url, store: describeStore(config.store) }, 'listening');
-  const worker = startWorker(config, { store, log, metrics, endpoints, verifier, tracer });
+  const worker = startWorker(config, { store, log, metrics, endpoints, verifier, jwt, tracer });
   const pruning = startPruning({
     what: 'idempotency keys',
     prune: (batch) => store.idempotencyKeys.prune(batch),
@@ -138,7 +140,7 @@ async function startTokens(
   store: PlantStore,
   log: Logger,
   events: EventHub,
-): Promise<{ verifier: TokenVerifier; refresher: TokenRefresh }> {
+): Promise<{ verifier: TokenVerifier; jwt: JwtVerifier | undefined; refresher: TokenRefresh }> {
   const secrets = [...(config.apiTokens ?? [])];
   // With no API_TOKENS an SQLite service still starts authenticated: see generatedToken.
   if (config.apiTokens === undefined && config.store.kind === 'sqlite') {
@@ -152,18 +154,32 @@ async function startTokens(
   const verifier = createTokenVerifier(configured, {
     issuedMaxAgeMs: MISSED_RELOADS_BEFORE_REFUSAL * config.tokenRefreshMs,
   });
+  const jwt =
+    config.identity.issuers.length === 0
+      ? undefined
+      : createJwtVerifier(config.identity, {
+          blockedMaxAgeMs: MISSED_RELOADS_BEFORE_REFUSAL * config.tokenRefreshMs,
+        });
   const refresher = await startTokenRefresh({
     verifier,
-    load: () => store.tokens.active(),
+    // Blocked principals ride on the same reload: the same bound, and the same failing closed.
+    load: async () => {
+      const [issued, blocked] = await Promise.all([
+        store.tokens.active(),
+        jwt && store.principals.blockedNames(),
+      ]);
+      if (blocked !== undefined) jwt?.setBlocked(blocked);
+      return issued;
+    },
     intervalMs: config.tokenRefreshMs,
     log,
-    // A revoked token's streams end with the reload that drops it.
-    onReload: () => events.retain((tokenName) => streamMayContinue(verifier, tokenName)),
+    // A revoked token's (or blocked principal's) streams end with the reload that drops it.
+    onReload: () => events.retain((name) => streamMayContinue(verifier, name, jwt)),
   });
-  if (configured.length === 0 && (await store.tokens.active()).length === 0) {
+  if (configured.length === 0 && jwt === undefined && (await store.tokens.active()).length === 0) {
     log.warn('no API_TOKENS and no issued tokens: every request will be answered 401 until `token create`');
   }
-  return { verifier, refresher };
+  return { verifier, jwt, refresher };
 }
 
 /** The shared rate-limit counters, when REDIS_URL is set. Loaded only then, like the PostgreSQL driver. */
@@ -182,6 +198,7 @@ function buildApp(
   parts: {
     store: PlantStore;
     verifier: TokenVerifier;
+    jwt: JwtVerifier | undefined;
     log: Logger;
     metrics: Metrics;
     redis: Redis | undefined;
@@ -192,8 +209,11 @@ function buildApp(
     tracer: Tracer | undefined;
   },
 ): Koa {
-  const { store, verifier, log, metrics, redis, events, endpoints, publicUrl, webAppDir, tracer } = parts;
+  const { store, verifier, jwt, log, metrics, redis, events, endpoints, publicUrl, webAppDir, tracer } =
+    parts;
   return createApp({
+    ...(jwt && { jwt }),
+    issuers: config.identity.issuers,
     webAppDir,
     ...(tracer && {
       tracing: { tracer, dbSystem: config.store.kind === 'postgres' ? 'postgresql' : 'sqlite' },
@@ -287,10 +307,11 @@ function startWorker(
     metrics: Metrics;
     endpoints: EndpointSettings;
     verifier: TokenVerifier;
+    jwt: JwtVerifier | undefined;
     tracer: Tracer | undefined;
   },
 ): DeliveryWorker {
-  const { store, log, metrics, endpoints, verifier, tracer } = parts;
+  const { store, log, metrics, endpoints, verifier, jwt, tracer } = parts;
   const worker = startDeliveryWorker({
     outbox: store.deliveries,
     config: config.webhooks,
@@ -300,7 +321,7 @@ function startWorker(
     endpoints: {
       store: store.webhookEndpoints,
       settings: endpoints,
-      owner: ownerLookup(verifier, store.tokens),
+      owner: ownerLookup(verifier, store.tokens, jwt),
     },
   });
   if (config.webhooks.urls.length > 0) {

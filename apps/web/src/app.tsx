@@ -1,7 +1,19 @@
 import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { Console } from './console.tsx';
 import { describeFailure } from './failure.ts';
+import {
+  endProviderSession,
+  fetchProvider,
+  finishSignIn,
+  forgetProviderTokens,
+  type Provider,
+  type ProviderTokens,
+  RENEW_BEFORE_MS,
+  renewTokens,
+  savedProviderTokens,
+  startSignIn,
+} from './provider-session.ts';
 import { forgetToken, saveToken, savedToken } from './session.ts';
 import { SignIn } from './sign-in.tsx';
 import { createPlantsClient } from './trpc.ts';
@@ -14,19 +26,50 @@ export function App() {
   // A reload keeps the tab signed in (sessionStorage); a new tab starts signed out.
   const [token, setToken] = useState(savedToken);
   const [notice, setNotice] = useState<string>();
-  const signOut = useCallback((message?: string) => {
-    forgetToken();
-    setToken(undefined);
-    setNotice(message);
+  // With the api's identity provider: the tokens it gave, renewed before they expire.
+  const [providerTokens, setProviderTokens] = useState(savedProviderTokens);
+  const [provider, setProvider] = useState<Provider | null>(null);
+  const current = useRef(token);
+  current.current = token;
+  const signedIn = useCallback((tokens: ProviderTokens) => {
+    saveToken(tokens.accessToken);
+    setProviderTokens(tokens);
+    setToken(tokens.accessToken);
   }, []);
+  const signOut = useCallback(
+    (message?: string) => {
+      forgetToken();
+      setToken(undefined);
+      setNotice(message);
+      setProviderTokens(undefined);
+      // Signing out on purpose ends the provider's session too; a refused token does not.
+      if (providerTokens !== undefined && message === undefined) void endProviderSession(providerTokens);
+      else forgetProviderTokens();
+    },
+    [providerTokens],
+  );
   useEffect(() => {
     performance.mark(INTERACTIVE_MARK);
-  }, []);
+    fetchProvider().then(setProvider, () => setProvider(null));
+    finishSignIn().then(
+      (tokens) => tokens && signedIn(tokens),
+      (error: Error) => setNotice(`Sign-in failed: ${error.message}`),
+    );
+  }, [signedIn]);
+  useEffect(() => {
+    if (providerTokens === undefined) return;
+    const renew = () =>
+      renewTokens(providerTokens).then(signedIn, (error: Error) => signOut(`Signed out: ${error.message}`));
+    const timer = setTimeout(renew, Math.max(0, providerTokens.expiresAt - RENEW_BEFORE_MS - Date.now()));
+    return () => clearTimeout(timer);
+  }, [providerTokens, signedIn, signOut]);
 
   if (token === undefined) {
     return (
       <SignIn
         notice={notice}
+        provider={provider}
+        onProvider={(chosen) => startSignIn(chosen).catch((error: Error) => setNotice(error.message))}
         onSignedIn={(accepted) => {
           saveToken(accepted);
           setNotice(undefined);
@@ -35,11 +78,18 @@ export function App() {
       />
     );
   }
-  // Keyed by the token: its client and query cache live and go with it.
-  return <Session key={token} token={token} onSignOut={signOut} />;
+  // Keyed by the pasted token (its client and query cache live and go with it); a provider's
+  // session keeps its client across renewals, which read the current token at each call.
+  return (
+    <Session
+      key={providerTokens === undefined ? token : 'provider'}
+      token={() => current.current ?? ''}
+      onSignOut={signOut}
+    />
+  );
 }
 
-function Session({ token, onSignOut }: { token: string; onSignOut(message?: string): void }) {
+function Session({ token, onSignOut }: { token: () => string; onSignOut(message?: string): void }) {
   const [session] = useState(() => ({
     client: createPlantsClient(token),
     queries: createQueries((message) => onSignOut(`Signed out: ${message}`)),

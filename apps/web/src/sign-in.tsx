@@ -1,10 +1,14 @@
 import { type FormEvent, useState } from 'react';
 import { describeFailure } from './failure.ts';
+import type { Provider } from './provider-session.ts';
 import { createPlantsClient } from './trpc.ts';
 
 type Props = {
   /** Why the user is here again (the api refused the token), shown until they sign in. */
   notice: string | undefined;
+  /** The api's identity provider, when it names one. */
+  provider: Provider | null;
+  onProvider(provider: Provider): void;
   onSignedIn(token: string): void;
 };
 
@@ -13,7 +17,7 @@ type Props = {
  * accepts it (a token without the read scope is accepted: the console then says what it cannot
  * do). A refusal shows the api's own message.
  */
-export function SignIn({ notice, onSignedIn }: Props) {
+export function SignIn({ notice, provider, onProvider, onSignedIn }: Props) {
   const [token, setToken] = useState('');
   const [error, setError] = useState(notice);
   const [pending, setPending] = useState(false);
@@ -40,6 +44,11 @@ export function SignIn({ notice, onSignedIn }: Props) {
   return (
     <main className="sign-in">
       <h1>Plant Store</h1>
+      {provider && (
+        <button type="button" onClick={() => onProvider(provider)}>
+          Sign in with {new URL(provider.issuer).host}
+        </button>
+      )}
       <form onSubmit={submit} noValidate aria-labelledby="sign-in-heading">
         <h2 id="sign-in-heading">Sign in</h2>
         <p>The console calls the api with one of its bearer tokens, kept only in this tab.</p>

@@ -29,10 +29,12 @@ const RESUBSCRIBE_MS = { first: 500, max: 10_000 };
  * in a URL). When the connection drops it reconnects, and tRPC resumes after the last event it
  * delivered: no event is missed or repeated across an api restart.
  */
-export function createPlantsClient(token: string, baseUrl = document.baseURI): PlantsClient {
+export function createPlantsClient(token: string | (() => string), baseUrl = document.baseURI): PlantsClient {
   // Relative to the page (`/app/` → `/trpc`), so the console also works behind a path prefix.
   const url = new URL('../trpc', baseUrl).href;
-  const authorization = `Bearer ${token}`;
+  // Read at each call: a renewed token (provider sign-in) is used without a new client.
+  const current = typeof token === 'string' ? () => token : token;
+  const authorization = () => `Bearer ${current()}`;
   return createTRPCClient<AppRouter>({
     links: [
       splitLink({
@@ -49,11 +51,16 @@ export function createPlantsClient(token: string, baseUrl = document.baseURI): P
             transformer: superjson,
             EventSource,
             eventSourceOptions: {
-              fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, authorization } }),
+              fetch: (input, init) =>
+                fetch(input, { ...init, headers: { ...init?.headers, authorization: authorization() } }),
             },
           }),
         ],
-        false: httpBatchLink({ url, transformer: superjson, headers: { authorization } }),
+        false: httpBatchLink({
+          url,
+          transformer: superjson,
+          headers: () => ({ authorization: authorization() }),
+        }),
       }),
     ],
   });

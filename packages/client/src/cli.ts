@@ -19,6 +19,7 @@ import { backoffFetch, createBackoff, MAX_WAIT_SECONDS, type RateLimitPolicy } f
 import { exportPlants } from './bulk-export.ts';
 import { type ImportSummary, importPlants } from './bulk-import.ts';
 import { ENDPOINT_COMMANDS } from './cli-endpoints.ts';
+import { LoginError, savedToken, signIn } from './cli-login.ts';
 import {
   type Command,
   type Connection,
@@ -80,6 +81,13 @@ Commands:
                                                  that event id (0: every event the server keeps);
                                                  --type: only plant.created, plant.updated or
                                                  plant.deleted (repeat it, or list them with commas)
+
+Signing in (when the server names an identity provider; PLANTS_TOKEN and --token still win):
+  login                                          sign in with the device flow: open the address
+                                                 it prints and approve; tokens are kept, for
+                                                 this --url, in $XDG_CONFIG_HOME/plant-store/
+                                                 credentials.json (mode 0600) and refreshed
+  logout                                         forget them (and revoke the refresh token)
 
 Webhook endpoints (the token's own; it needs the webhooks scope):
   endpoints add <url> [--description <text>] [--events <types>]
@@ -161,6 +169,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const json = values.json === true;
   try {
+    if (command === 'login' || command === 'logout')
+      return await signIn(command, serverUrl(values), operands, process.env);
     const { name, spec, given } = findCommand(command, operands);
     const misplaced = Object.keys(values).filter(
       (key) => !GLOBAL.includes(key) && !spec.options.includes(key),
@@ -173,7 +183,7 @@ async function main(argv: string[]): Promise<number> {
           : `${name} needs ${spec.needs ?? 'one id'}.`,
       );
     }
-    const connection = connect(values);
+    const connection = await connect(values);
     const output: Output = { json, print: (line) => process.stdout.write(`${visible(line)}\n`) };
     const run = () => spec.run(connection, values, given, output);
     const tracing = await startTracing();
@@ -185,6 +195,10 @@ async function main(argv: string[]): Promise<number> {
       return EXIT.failed;
     }
     if (error instanceof PlantStoreError) return callFailure(error, json);
+    if (error instanceof LoginError) {
+      report(`plants: ${error.message}`);
+      return EXIT.failed;
+    }
     throw error;
   }
 }
@@ -501,7 +515,19 @@ async function startTracing() {
   return (await import('./cli-tracing.ts')).startCliTracing(process.env);
 }
 
-function connect(values: Values): Connection {
+async function connect(values: Values): Promise<Connection> {
+  const baseUrl = serverUrl(values);
+  const token = values.token ?? process.env.PLANTS_TOKEN ?? (await savedToken(baseUrl, process.env));
+  if (token === undefined || token === '') {
+    throw new UsageError(
+      'a bearer token is needed: set PLANTS_TOKEN (or pass --token), or run plants login.',
+    );
+  }
+  return { baseUrl, token };
+}
+
+/** The server: --url, else $PLANTS_URL, else the default; an http(s) URL. */
+function serverUrl(values: Values): string {
   const baseUrl = values.url ?? process.env.PLANTS_URL ?? DEFAULT_URL;
   let url: URL;
   try {
@@ -512,11 +538,7 @@ function connect(values: Values): Connection {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new UsageError(`the URL "${baseUrl}" is not http: or https:.`);
   }
-  const token = values.token ?? process.env.PLANTS_TOKEN;
-  if (token === undefined || token === '') {
-    throw new UsageError('a bearer token is needed: set PLANTS_TOKEN (or pass --token).');
-  }
-  return { baseUrl, token };
+  return baseUrl;
 }
 
 function parseId(text: string, what: string): bigint {

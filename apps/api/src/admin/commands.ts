@@ -2,6 +2,8 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { isConfiguredTokenName, newTokenSecret, tokenDigest } from '../auth/tokens.ts';
 import { ALL_SCOPES, isScope } from '../auth/scopes.ts';
 import type { Config } from '../config/config.ts';
+import { IssuerSchema } from '../config/identity.ts';
+import type { PrincipalId } from '../store/contract.ts';
 import { isSchemaVersion } from '../store/migration-runner.ts';
 import { LATEST_VERSION } from '../store/migrations.ts';
 import { migrateStore, openStore } from '../store/open-store.ts';
@@ -26,6 +28,12 @@ export const USAGE = `Usage: main.js [command]
   token list                                 list issued tokens (never their secrets)
   token revoke --name NAME...                revoke tokens and disable their webhook endpoints (every
                                              instance stops accepting them within TOKEN_REFRESH_MS)
+  principal block --issuer URL --subject SUB...   cut off principals of an identity provider: every
+                                             instance refuses their JWTs and ends their event
+                                             streams within TOKEN_REFRESH_MS; their webhook
+                                             endpoints are disabled now
+  principal unblock --issuer URL --subject SUB...  accept them again (endpoints stay disabled)
+  principal list                             list blocked principals
   webhooks failed [--limit N]                list webhook deliveries that used up their attempts
   webhooks endpoints [--owner NAME]          list registered webhook endpoints (of one token name),
                                              with pending and failed counts; never their secrets
@@ -36,7 +44,7 @@ export const USAGE = `Usage: main.js [command]
   webhooks delete --id ID...                 delete endpoints and their deliveries
   help, --help, -h                           show this help
 
-Options that name what to act on (revoke's --name, --id) or a list (--scope) may be repeated:
+Options that name what to act on (revoke's --name, --id, block's --subject) or a list (--scope) may be repeated:
 every value is acted on in turn, each reported on its own line, and the exit status is 1 if any
 failed. Any other option given twice is refused (exit 2), and so is a bad value: nothing is done.
 
@@ -67,6 +75,22 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
     return withStore(config, listTokens);
   }
   if (command === 'token' && sub === 'revoke') return withStore(config, (store) => revokeToken(store, args));
+  if (command === 'principal' && (sub === 'block' || sub === 'unblock')) {
+    const { issuer, subjects } = principalArgs(args);
+    return withStore(config, (store) =>
+      eachIn(subjects, (subject) => changeBlock(store, sub, { issuer, subject })),
+    );
+  }
+  if (command === 'principal' && sub === 'list') {
+    parse(args, {});
+    return withStore(config, async (store) => {
+      for (const row of await store.principals.list()) {
+        const line = { issuer: row.issuer, subject: row.subject, blockedAt: row.blockedAt.toISOString() };
+        process.stdout.write(`${JSON.stringify(line)}\n`);
+      }
+      return 0;
+    });
+  }
   if (command === 'webhooks' && sub === 'failed') {
     const { limit } = parse(args, { limit: { type: 'string', default: '100' } });
     const n = Number(limit);
@@ -96,6 +120,42 @@ export async function runCommand(config: Config, [command, sub, ...args]: string
     return withStore(config, (store) => eachIn(ids, (id) => change(store, id)));
   }
   throw new UsageError(`Unknown command "${[command, sub, ...args].filter(Boolean).join(' ')}"`);
+}
+
+/** `--issuer URL` once and `--subject SUB` at least once: nothing is done when either is wrong. */
+function principalArgs(args: string[]): { issuer: string; subjects: string[] } {
+  const values = parse(args, { issuer: { type: 'string' }, subject: { type: 'string', multiple: true } });
+  const issuer = values.issuer;
+  if (typeof issuer !== 'string' || !IssuerSchema.shape.issuer.safeParse(issuer).success) {
+    throw new UsageError('--issuer is required: the issuer URL exactly as tokens name it (their iss claim)');
+  }
+  const subjects = named(values.subject, '--subject');
+  const bad = subjects.find((subject) => subject.length === 0 || subject.length > 255);
+  if (bad !== undefined) throw new UsageError('--subject must be 1 to 255 characters');
+  return { issuer, subjects };
+}
+
+async function changeBlock(
+  store: PlantStore,
+  sub: 'block' | 'unblock',
+  principal: PrincipalId,
+): Promise<Outcome> {
+  const who = `Principal "${principal.subject}" of ${principal.issuer}`;
+  if (sub === 'unblock') {
+    return (await store.principals.unblock(principal))
+      ? {
+          message: `${who} unblocked: running instances accept it again within TOKEN_REFRESH_MS; its webhook endpoints stay disabled until enabled.`,
+          code: 0,
+        }
+      : { message: `${who} is not blocked.`, code: 1 };
+  }
+  const blocked = await store.principals.block(principal);
+  if (blocked === undefined) return { message: `${who} is already blocked.`, code: 1 };
+  const n = blocked.endpointsDisabled;
+  return {
+    message: `${who} blocked, and its ${n} webhook endpoint${n === 1 ? '' : 's'} disabled; running instances refuse its tokens, and end its event streams, within TOKEN_REFRESH_MS.`,
+    code: 0,
+  };
 }
 
 async function createToken(store: PlantStore, args: string[]): Promise<number> {

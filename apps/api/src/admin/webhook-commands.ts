@@ -1,6 +1,7 @@
 import { parseJson, stringifyJson } from '@plant-store/schema';
+import { parseJwtPrincipalName } from '../auth/jwt-names.ts';
 import { isConfiguredTokenName, isLegacyTokenName } from '../auth/tokens.ts';
-import type { DeliveryOutbox, PlantStore, TokenStore, WebhookEndpointStore } from '../store/contract.ts';
+import type { DeliveryOutbox, PlantStore, WebhookEndpointStore } from '../store/contract.ts';
 import { redactUrl } from '../webhooks/send.ts';
 
 /**
@@ -82,7 +83,7 @@ export async function enableEndpoint(store: PlantStore, id: string): Promise<Out
   const endpoint = await store.webhookEndpoints.get(id);
   if (endpoint === undefined) return notFound(id);
   if (endpoint.disabled === null) return { message: `Webhook endpoint ${id} is not disabled.`, code: 0 };
-  const refusal = await ownerRefusal(store.tokens, endpoint.owner);
+  const refusal = await ownerRefusal(store, endpoint.owner);
   if (refusal !== undefined)
     return { message: `Webhook endpoint ${id} stays disabled: ${refusal}.`, code: 1 };
   if ((await store.webhookEndpoints.enable(id)) === undefined) return notFound(id);
@@ -93,7 +94,12 @@ export async function enableEndpoint(store: PlantStore, id: string): Promise<Out
 }
 
 /** Why the token of this name cannot own a delivered endpoint, as far as the store can tell. */
-async function ownerRefusal(tokens: TokenStore, owner: string): Promise<string | undefined> {
+async function ownerRefusal({ tokens, principals }: PlantStore, owner: string): Promise<string | undefined> {
+  const principal = parseJwtPrincipalName(owner);
+  if (principal !== undefined) {
+    const blocked = (await principals.blockedNames()).includes(owner);
+    return blocked ? `its principal "${principal.subject}" of ${principal.issuer} is blocked` : undefined;
+  }
   if (isLegacyTokenName(owner))
     return `its token name "${owner}" is one of an earlier version, which no token has now`;
   if (isConfiguredTokenName(owner)) return undefined;

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { EventHubLimits } from '../events/hub.ts';
-import type { IdempotencyPolicy } from '../operations/idempotency.ts';
 import { EnvSchema, type LOG_LEVELS, type TRACES_SAMPLERS } from './env.ts';
+import { type IdentityConfig, identityConfig } from './identity.ts';
 
 /** Which store the api runs on, from `DATABASE_URL`. */
 export type StoreConfig =
@@ -28,6 +28,14 @@ export function describeStore(config: StoreConfig): string {
  * Delivery of webhooks (webhooks/worker.ts): to the operator's subscribers (`WEBHOOK_URLS`) and to
  * the endpoints tokens register. The delivery settings always apply; only the subscribers are optional.
  */
+/** How long Idempotency-Keys are kept, and how long a claim may stay in flight (operations/idempotency.ts). */
+export type IdempotencyPolicy = {
+  /** How long a key, and the answer stored with it, is kept (IDEMPOTENCY_TTL_MS). */
+  ttlMs: number;
+  /** How long a claim may stay in flight before a repeat takes it over (IDEMPOTENCY_IN_FLIGHT_MS). */
+  inFlightMs: number;
+};
+
 export type WebhookConfig = {
   /** Operator subscribers: each create enqueues one delivery per URL; none when WEBHOOK_URLS is unset. */
   urls: string[];
@@ -85,6 +93,8 @@ export type Config = {
   corsOrigins: string[];
   /** How often each instance reloads tokens from the store: the bound on a revocation taking effect. */
   tokenRefreshMs: number;
+  /** Identity providers whose JWT access tokens are accepted (none: opaque tokens only). */
+  identity: IdentityConfig;
   store: StoreConfig;
   /** How long Idempotency-Keys are kept, and how long a claim may stay in flight (idempotency.ts). */
   idempotency: IdempotencyPolicy;
@@ -184,6 +194,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'Invalid configuration: IDEMPOTENCY_TTL_MS must be greater than IDEMPOTENCY_IN_FLIGHT_MS',
     );
   }
+  const identity = identityConfig(e);
+  if (typeof identity === 'string') throw new ConfigError(`Invalid configuration: ${identity}`);
   const store: StoreConfig = e.DATABASE_URL.startsWith('file:')
     ? { kind: 'sqlite', path: e.DATABASE_URL.slice('file:'.length) }
     : {
@@ -213,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     corsOrigins: e.CORS_ORIGINS,
     tokenRefreshMs: e.TOKEN_REFRESH_MS,
+    identity,
     store,
     idempotency: { ttlMs: e.IDEMPOTENCY_TTL_MS, inFlightMs: e.IDEMPOTENCY_IN_FLIGHT_MS },
     webhooks: webhookConfig(e),

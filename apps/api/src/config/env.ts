@@ -1,6 +1,7 @@
 import { Resolver } from 'node:dns';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
+import { IssuersSchema } from './identity.ts';
 import { isSecretsKey } from './secrets-key.ts';
 
 // Every variable the api reads and what a valid value is; config.ts turns them into a `Config`.
@@ -154,6 +155,12 @@ export const EnvSchema = z.object({
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TOKEN_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  // Identity providers (docs/identity.md).
+  OIDC_ISSUERS: IssuersSchema,
+  OIDC_ISSUER: unsetIfEmpty(z.string().optional()),
+  OIDC_AUDIENCE: unsetIfEmpty(z.string().optional()),
+  OIDC_CLIENT_ID: unsetIfEmpty(z.string().optional()),
+  OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
   EVENTS_RETENTION_MS: z.coerce.number().int().min(1_000).max(31_536_000_000).default(604_800_000),
   EVENT_STREAMS_MAX: z.coerce.number().int().min(1).max(100_000).default(2_000),
   EVENT_STREAMS_PER_TOKEN: z.coerce.number().int().min(1).max(100_000).default(100),

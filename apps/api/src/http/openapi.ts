@@ -91,8 +91,41 @@ export function openApiDocument(routes: RestRoute[], serverUrl: string): object 
 
 const HealthSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
 
-/** The unauthenticated probes served by app.ts. */
+const ProviderSchema = z
+  .object({
+    issuer: z.string().meta({ description: 'The OpenID provider (its discovery document is under it)' }),
+    clientId: z
+      .string()
+      .meta({
+        description: 'The public client to sign in with (authorization code + PKCE, or the device flow)',
+      }),
+    audience: z.string().meta({ description: 'The audience (resource) access tokens must be issued for' }),
+    scopes: z.array(z.string()).meta({ description: 'The scopes to ask for' }),
+  })
+  .meta({ id: 'SignInProvider' });
+const ProviderAnswerSchema = z.object({ provider: ProviderSchema.nullable() });
+
+/** The unauthenticated probes and sign-in discovery served by app.ts. */
 const PROBES: ZodOpenApiPathsObject = {
+  '/auth/provider': {
+    get: {
+      operationId: 'authProvider',
+      summary: 'Where to sign in',
+      description:
+        'The identity provider the console and `plants login` sign in with (docs/identity.md); `null` ' +
+        'when none is configured (sign in with a bearer token).',
+      tags: ['operations'],
+      security: [],
+      requestParams: { header: z.object({ 'X-Request-Id': RequestIdParam }) },
+      responses: {
+        200: {
+          description: 'The provider, or null',
+          headers: PROBE_HEADERS,
+          content: { 'application/json': { schema: ProviderAnswerSchema } },
+        },
+      },
+    },
+  },
   '/healthz': {
     get: {
       operationId: 'healthz',
@@ -230,7 +263,10 @@ const WEBHOOKS: ZodOpenApiPathsObject = {
     'POSTed to every endpoint registered with `POST /webhook-endpoints` that chose `plant.updated`, once a ' +
       'change to a plant commits (a patch that changes nothing sends none), signed with the endpoint’s secret;',
     'plant.updated',
-    { description: 'The plant after the change, and the fields that changed', schema: PlantUpdatedWebhookSchema },
+    {
+      description: 'The plant after the change, and the fields that changed',
+      schema: PlantUpdatedWebhookSchema,
+    },
   ),
   'plant.deleted': webhook(
     'plantDeletedWebhook',

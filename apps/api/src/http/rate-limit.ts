@@ -59,11 +59,12 @@ function cost(path: string): number {
  */
 export function rateLimitMiddleware(limiter: RateLimiterAbstract, limit: RateLimit): Middleware {
   const policy = `"default";q=${limit.points};w=${limit.windowSeconds}`;
-  // One key string per token name: tokens are few, and only an operator can add one.
+  // One key string per principal name (bounded below: JWT principals are not few).
   const tokenKeys = new Map<string, string>();
   const tokenKey = (name: string) => {
     let key = tokenKeys.get(name);
     if (key === undefined) {
+      if (tokenKeys.size >= 10_000) tokenKeys.clear();
       key = `token:${name}`;
       tokenKeys.set(name, key);
     }

@@ -6,7 +6,12 @@ import { EXPECTED_VERSION, etagOf, noneMatchFails } from '../operations/conditio
 import { describeIssues, methodNotAllowed, RequestError } from '../errors.ts';
 import type { EventStream } from '../events/hub.ts';
 import { replayedOutput } from '../operations/idempotency.ts';
-import { type AnyOperation, type RequestContext, type RequestScope, takesBody } from '../operations/operation.ts';
+import {
+  type AnyOperation,
+  type RequestContext,
+  type RequestScope,
+  takesBody,
+} from '../operations/operation.ts';
 import { listOperations } from '../operations/registry.ts';
 import { runOperation } from '../operations/pipeline.ts';
 import { readJsonBody } from './body.ts';
@@ -114,7 +119,10 @@ export function restAdapter(
     if ('replay' in result) {
       ctx.status = result.replay.status;
       // The headers the first answer had that come from the request (a create's Content-Location).
-      const again = operation.rest?.present?.(replayedOutput(result.replay), { path: ctx.path, input: result.input });
+      const again = operation.rest?.present?.(replayedOutput(result.replay), {
+        path: ctx.path,
+        input: result.input,
+      });
       if (again?.headers) ctx.set(again.headers);
       if (result.replay.body !== null) {
         ctx.type = 'application/json';

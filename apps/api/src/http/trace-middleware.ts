@@ -25,8 +25,9 @@ const SERVER = { kind: SpanKind.SERVER };
  * scheme, status; never the query, headers or body. A 5xx sets the status to error (a 4xx is the
  * client's: unset, as the conventions say).
  *
- * The span is handed down explicitly, not through AsyncLocalStorage (see tracing/sync-span.ts):
- * `ctx.state.span` when it is recorded (the store and Redis spans are its children), and
+ * The span is handed down explicitly: `ctx.state.span` when it is recorded (the store's view,
+ * tracing/traced-store.ts, and the Redis limiters, tracing/traced-redis.ts, make it their
+ * spans' parent; each makes its own span active while it runs), and
  * `ctx.state.log`, a logger whose lines carry its ids, when it is recorded or continues a caller's
  * trace (the request's log lines then join that trace, sampled or not).
  */

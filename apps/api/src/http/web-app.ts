@@ -59,7 +59,13 @@ type File = { body: Buffer; type: string; hash: string; gzip: () => Buffer | und
  * (`index.html`) revalidated on every load. Unauthenticated, like `/docs`: the console asks for a
  * token itself and sends it only to /trpc.
  */
-export function webAppPaths(dir: string = WEB_APP_DIR): OwnPaths {
+export function webAppPaths(dir: string = WEB_APP_DIR, signInOrigin?: string): OwnPaths {
+  // Signing in with an identity provider: the console calls its discovery, token and revocation
+  // endpoints, and nothing else is opened (its pages are navigated to, not framed or posted to).
+  const csp =
+    signInOrigin === undefined
+      ? WEB_APP_CSP
+      : WEB_APP_CSP.replace("connect-src 'self'", `connect-src 'self' ${signInOrigin}`);
   let listed: Promise<Set<string>> | undefined;
   const list = () => {
     if (listed === undefined) {
@@ -98,7 +104,7 @@ export function webAppPaths(dir: string = WEB_APP_DIR): OwnPaths {
     if (!names.has(name)) throw new RequestError('not_found', 'The console has no file at this path.');
     const file = await load(name);
 
-    ctx.set('Content-Security-Policy', WEB_APP_CSP);
+    ctx.set('Content-Security-Policy', csp);
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.set('Cache-Control', name.startsWith(HASHED) ? IMMUTABLE : 'no-cache');
     ctx.vary('Accept-Encoding');

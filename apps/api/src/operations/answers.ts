@@ -41,7 +41,10 @@ export const HEADERS = {
     'The bearer challenge (RFC 6750): `Bearer` without a token, `Bearer error="invalid_token"` with one that is not valid',
     { required: true, example: 'Bearer' },
   ),
-  allow: header('Allow', 'The methods the path is served with', { required: true, example: 'GET, HEAD, POST' }),
+  allow: header('Allow', 'The methods the path is served with', {
+    required: true,
+    example: 'GET, HEAD, POST',
+  }),
   etag: header('ETag', 'The plant’s version as a strong entity tag: its `version` in double quotes', {
     required: true,
     example: '"42"',

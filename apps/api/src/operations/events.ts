@@ -1,4 +1,9 @@
-import { EventIdSchema, type PlantEvent, PlantEventSchema, PlantEventsQuerySchema } from '@plant-store/schema';
+import {
+  EventIdSchema,
+  type PlantEvent,
+  PlantEventSchema,
+  PlantEventsQuerySchema,
+} from '@plant-store/schema';
 import { z } from 'zod';
 import type { EventStream } from '../events/hub.ts';
 import { defineOperation } from './operation.ts';

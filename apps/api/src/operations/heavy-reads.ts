@@ -1,6 +1,5 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { RequestError } from '../errors.ts';
-import type { RequestScope } from './operation.ts';
 import { PAGE_BUDGET_BYTES, textBytes } from '../store/contract.ts';
 
 /**
@@ -10,6 +9,14 @@ import { PAGE_BUDGET_BYTES, textBytes } from '../store/contract.ts';
  */
 export const MAX_HEAVY_READS = 8;
 
+/** What a heavy read knows of its request (operation.ts's `RequestScope` is one). */
+export type ReadingRequest = {
+  /** How many calls the request carries: 1 over REST, the batch's size over /trpc. */
+  calls: number;
+  /** Calls `done` once the request's answer has been sent. */
+  onAnswered(done: () => void): void;
+};
+
 /** One app's count of heavy reads in flight (`createApp` makes one; apps in a process share nothing). */
 export type HeavyReads = {
   /**
@@ -17,12 +24,12 @@ export type HeavyReads = {
    * Returns the call's byte budget: the calls of one request share `PAGE_BUDGET_BYTES`, so a batch
    * of list calls holds no more than one page does (see `checkShare`).
    */
-  admit(request: RequestScope): number;
+  admit(request: ReadingRequest): number;
 };
 
 export function createHeavyReads(): HeavyReads {
   let reading = 0;
-  const admitted = new WeakSet<RequestScope>();
+  const admitted = new WeakSet<ReadingRequest>();
   return {
     admit(request) {
       if (!admitted.has(request)) {
@@ -43,7 +50,7 @@ export function createHeavyReads(): HeavyReads {
  * past it. In a batch that would let each call hold a plant beyond its share, so there a call whose
  * first plant exceeds its share is refused (413) instead: list it in a request with fewer calls.
  */
-export function checkShare(request: RequestScope, plants: readonly PlantWithId[], maxBytes: number): void {
+export function checkShare(request: ReadingRequest, plants: readonly PlantWithId[], maxBytes: number): void {
   if (request.calls === 1 || plants.length !== 1 || textBytes(plants[0]!) <= maxBytes) return;
   throw new RequestError(
     'too_large',

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { parseJson, stringifyJson } from '@plant-store/schema';
 import { z } from 'zod';
+import type { IdempotencyPolicy } from '../config/config.ts';
 import { RequestError } from '../errors.ts';
 import { type AnyOperation, type OperationContext, storeCall } from './operation.ts';
-import { type KeyedAnswer, KeyClaimLostError, type StoredAnswer } from '../store/contract.ts';
+import { KeyClaimLostError, type KeyRecord, type StoredAnswer } from '../store/contract.ts';
 
 /**
  * `Idempotency-Key` on `POST /plants` and `DELETE /plants/{id}` (and their tRPC mutations), after
@@ -19,12 +20,7 @@ import { type KeyedAnswer, KeyClaimLostError, type StoredAnswer } from '../store
  *   so at most one request per key ever makes its change;
  * - keys are kept `ttlMs` from their claim, then forgotten (and pruned).
  */
-export type IdempotencyPolicy = {
-  /** How long a key, and the answer stored with it, is kept (IDEMPOTENCY_TTL_MS). */
-  ttlMs: number;
-  /** How long a claim may stay in flight before a repeat takes it over (IDEMPOTENCY_IN_FLIGHT_MS). */
-  inFlightMs: number;
-};
+export type { IdempotencyPolicy };
 
 export const DEFAULT_IDEMPOTENCY_POLICY: IdempotencyPolicy = { ttlMs: 86_400_000, inFlightMs: 10_000 };
 
@@ -109,10 +105,15 @@ export async function runWithKey(
   }
 }
 
-/** The answer a keyed operation stores with its change; `undefined` without a key. */
-export function keyedAnswer(ctx: OperationContext, status: number, body?: unknown): KeyedAnswer | undefined {
+/**
+ * The Idempotency-Key record a keyed operation hands the store to keep with its change (its claim and
+ * answer; `body` left out: the store's, see `KeyRecord`); `undefined` without a key.
+ */
+export function keyRecord(ctx: OperationContext, status: number, body?: unknown): KeyRecord | undefined {
   if (ctx.keyClaim === undefined) return undefined;
-  return Object.assign({}, ctx.keyClaim, { status, body: body === undefined ? null : stringifyJson(body) });
+  const record: KeyRecord = Object.assign({}, ctx.keyClaim, { status });
+  if (body !== undefined) record.body = stringifyJson(body);
+  return record;
 }
 
 /** A stored answer as a tRPC result: its body, parsed. */

@@ -6,7 +6,7 @@ import { RequestError } from '../errors.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { EventHub } from '../events/hub.ts';
 import type { HeavyReads } from './heavy-reads.ts';
-import type { IdempotencyPolicy } from './idempotency.ts';
+import type { IdempotencyPolicy } from '../config/config.ts';
 import { type KeyClaim, StoreUnavailableError, type PlantStore } from '../store/contract.ts';
 import type { EndpointSettings } from '../webhooks/endpoints.ts';
 import type { NewPlantWebhook } from '../webhooks/event.ts';
@@ -91,7 +91,7 @@ export type Operation<
   run(ctx: OperationContext, input: z.output<I>): Promise<O>;
   /**
    * Accepts an `Idempotency-Key` (idempotency.ts): `run` then stores its answer with its change,
-   * passing `keyedAnswer(ctx, …)` to the store.
+   * passing `keyRecord(ctx, …)` to the store.
    */
   idempotencyKey?: boolean;
   /**

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { expectedOf, IfMatchHeaders, staleVersion } from './conditions.ts';
 import { RequestError } from '../errors.ts';
 import { checkShare } from './heavy-reads.ts';
-import { IdempotencyKeyHeaders, keyedAnswer } from './idempotency.ts';
+import { IdempotencyKeyHeaders, keyRecord } from './idempotency.ts';
 import { defineOperation, nextPageHeaders, storeCall } from './operation.ts';
 import { newPlantPayload } from '../webhooks/event.ts';
 import { HEADERS } from './answers.ts';
@@ -73,10 +73,9 @@ export const createPlant = defineOperation({
     const { store, webhooks } = ctx;
     const answer = withTag({ name: plant.name }, plant.tag);
     // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
-    const payload = newPlantPayload(plant);
-    const version = await storeCall(() =>
-      store.create(plant, webhooks.deliveriesFor(plant, payload), keyedAnswer(ctx, 200, answer), payload),
-    );
+    const endpointPayload = newPlantPayload(plant);
+    const outbox = { deliveries: webhooks.deliveriesFor(plant, endpointPayload), endpointPayload };
+    const version = await storeCall(() => store.create(plant, { outbox, key: keyRecord(ctx, 200, answer) }));
     if (version === false) throw new RequestError('conflict', `A plant with id ${plant.id} already exists.`);
     ctx.request.setVersion?.(version);
     return answer;
@@ -84,7 +83,10 @@ export const createPlant = defineOperation({
   rest: {
     status: 200,
     // On a replay too (rest.ts): the id is the request's, the same on every retry.
-    present: (answer, { input }) => ({ body: answer, headers: { 'Content-Location': `/plants/${input.id}` } }),
+    present: (answer, { input }) => ({
+      body: answer,
+      headers: { 'Content-Location': `/plants/${input.id}` },
+    }),
   },
 });
 
@@ -196,7 +198,8 @@ export const updatePlant = defineOperation({
   async run(ctx, { id, name, tag, expectedVersion }): Promise<PlantWithId> {
     const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
     const outcome = await storeCall(() =>
-      ctx.store.update({ id, name, tag }, { expected, key: ctx.keyClaim }),
+      // The answer kept with the key is the plant the update leaves (`KeyRecord`).
+      ctx.store.update({ id, name, tag }, { expected, key: keyRecord(ctx, 200) }),
     );
     if (outcome === undefined) noSuchPlant(id);
     if ('stale' in outcome) throw staleVersion(id, outcome.stale);
@@ -232,7 +235,7 @@ export const deletePlant = defineOperation({
   idempotencyKey: true,
   async run(ctx, { id, expectedVersion }): Promise<void> {
     const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
-    const deleted = await storeCall(() => ctx.store.delete(id, keyedAnswer(ctx, 204), expected));
+    const deleted = await storeCall(() => ctx.store.delete(id, { expected, key: keyRecord(ctx, 204) }));
     if (deleted === false) noSuchPlant(id);
     if (deleted !== true) throw staleVersion(id, deleted.stale);
   },

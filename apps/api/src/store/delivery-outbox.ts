@@ -1,8 +1,13 @@
-import { currentTraceparent } from '../tracing/commit.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
-import type { Delivery, DeliveryEvent, EndpointDelivery, NewDelivery, Prune, Subscriber } from './contract.ts';
+import type {
+  Delivery,
+  DeliveryEvent,
+  DeliveryOutbox,
+  EndpointDelivery,
+  FailedDelivery,
+  Prune,
+} from './contract.ts';
 
-export type FailedDelivery = Delivery & { lastError: string; failedAt: Date };
 type Integer = number | bigint;
 type DeliveryRow = { id: string; url: string; payload: string; attempts: Integer; created_at: Time } & {
   endpoint_id?: string | null; // This and the next two: read by claims only.
@@ -117,14 +122,14 @@ const PENDING_LOCK_KEY = 723491774;
  * The webhook outbox. A claim leases a delivery from every process (a dead worker delays it by a lease
  * at most); settling changes only pending deliveries, so a late answer never undoes a delivered one.
  */
-export function deliveryOutbox(db: Db) {
+export function deliveryOutbox(db: Db): DeliveryOutbox {
   const changes = async (...args: Parameters<Db['run']>) => (await db.run(...args)).changes;
   const done = async (...args: Parameters<Db['run']>) => void (await db.run(...args));
   const values = async (...args: Parameters<Db['all']>) =>
     (await db.all<{ value: string }>(...args)).map((row) => row.value);
   return {
     /** Leases up to `limit` due deliveries of one subscriber (each gets its share) for `leaseMs`. */
-    claim: async (options: Subscriber & { limit: number; leaseMs: number }) => {
+    claim: async (options) => {
       const statement = 'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint;
       return (await db.run<DeliveryRow>(statement, options)).rows.map(toDelivery);
     },
@@ -144,11 +149,8 @@ export function deliveryOutbox(db: Db) {
     markFailed: (id: string, error: string, responseCode?: number) =>
       done(SQL.failed, { id, error, responseCode }),
     /** Enqueues a ping to an endpoint, due at once; `'full'`, adding nothing, at `maxPending` pending. */
-    enqueue: (
-      delivery: NewDelivery & { endpointId: string; event: DeliveryEvent },
-      { maxPending }: { maxPending: number },
-    ) => {
-      const params = { ...delivery, maxPending, traceContext: currentTraceparent() };
+    enqueue: (delivery, { maxPending, traceContext }) => {
+      const params = { ...delivery, maxPending, traceContext };
       return db.transaction(async (tx): Promise<EndpointDelivery | 'full'> => {
         await tx.lock(PENDING_LOCK_KEY, delivery.endpointId);
         const [row] = (await tx.run<EndpointDeliveryRow>(SQL.enqueue, params)).rows;
@@ -156,8 +158,8 @@ export function deliveryOutbox(db: Db) {
       });
     },
     /** Makes an endpoint's delivery pending and due, attempts afresh; `undefined`: no such delivery. */
-    redeliver: (options: { id: string; endpointId: string; maxPending: number }) => {
-      const params = { ...options, traceContext: currentTraceparent() };
+    redeliver: (options) => {
+      const params = { traceContext: undefined, ...options };
       return db.transaction(async (tx): Promise<EndpointDelivery | 'full' | undefined> => {
         await tx.lock(PENDING_LOCK_KEY, options.endpointId);
         const [found] = (await tx.run<{ room: unknown }>(SQL.roomFor, options)).rows;

@@ -1,11 +1,15 @@
 import { DEFAULT_ENDPOINT_EVENTS, type PlantEventType } from '@plant-store/schema';
 import { type Db, statements, type Time, type Tx, toDate, toDateOrNull } from './sql.ts';
-import type { EndpointDisabledReason, StoredEndpoint } from './contract.ts';
+import type {
+  EndpointDisabledReason,
+  EndpointPatch,
+  EndpointSummary,
+  StoredEndpoint,
+  WebhookEndpointStore,
+} from './contract.ts';
 
 /** The `last_error` of the pending deliveries an endpoint's disabling fails. */
 const disabledError = (reason: EndpointDisabledReason) => `endpoint disabled (${reason})`;
-export type EndpointSummary = Omit<StoredEndpoint, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'> &
-  Record<'pending' | 'failed', number>;
 /** What registering an endpoint gives (`NewEndpoint`), read back as stored. */
 type Given = Pick<StoredEndpoint, 'id' | 'owner' | 'url' | 'description' | 'secret'>;
 type EndpointRow = Given & {
@@ -17,8 +21,6 @@ type EndpointRow = Given & {
   events: string;
 };
 type SummaryRow = EndpointRow & Record<'pending' | 'failed', number | bigint>;
-type NewEndpoint = Given & { events?: PlantEventType[] };
-type Patch = { events?: PlantEventType[] | undefined; description?: string | null | undefined };
 
 function toEndpoint(row: EndpointRow): StoredEndpoint {
   const { id, owner, url, description, secret, disabled_at: at, disabled_reason: reason } = row;
@@ -90,11 +92,11 @@ export async function disableOwnedBy(tx: Tx, owner: string): Promise<number> {
 }
 
 /** Registered webhook endpoints. Calls (but the worker's and admin's) name the owner; others' are hidden. */
-export function webhookEndpoints(db: Db) {
+export function webhookEndpoints(db: Db): WebhookEndpointStore {
   const first = ([row]: EndpointRow[]) => row && toEndpoint(row);
   return {
     /** Registers an endpoint (`secret` sealed), unless its owner already has `maxPerOwner`: then `false`. */
-    create: (endpoint: NewEndpoint, { maxPerOwner }: { maxPerOwner: number }) =>
+    create: (endpoint, { maxPerOwner }) =>
       db.transaction(async (tx) => {
         await tx.lock(ENDPOINTS_LOCK_KEY, endpoint.owner);
         const { events = DEFAULT_ENDPOINT_EVENTS } = endpoint;
@@ -105,7 +107,7 @@ export function webhookEndpoints(db: Db) {
     /** The endpoint, if it belongs to `owner` (when given). */
     get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
     /** Changes what the patch names (`description: null` removes it); `undefined` when no such endpoint. */
-    update: async (id: string, owner: string, { events, description }: Patch) => {
+    update: async (id: string, owner: string, { events, description }: EndpointPatch) => {
       const clearDescription = description === null ? 1 : 0;
       const params = { id, owner, events: events?.join(','), description, clearDescription };
       return first((await db.run<EndpointRow>(SQL.update, params)).rows);

@@ -1,6 +1,6 @@
 import { toPlant } from './plant-rows.ts';
 import { type Db, type Params, type Statement, statements, type Time, toDate } from './sql.ts';
-import type { Prune, StoredEvent } from './contract.ts';
+import type { EventLog, Prune, StoredEvent, Watch } from './contract.ts';
 
 type EventRow = Pick<StoredEvent, 'id' | 'type'> & {
   plant_id: bigint;
@@ -33,11 +33,8 @@ const SQL = statements('events', {
   recordPruned: 'UPDATE event_log SET pruned_through = @through WHERE id = 1 AND pruned_through < @through',
 });
 
-/** Calls `listener` after commits that may have appended events (any instance's, on PostgreSQL). */
-export type Watch = (listener: () => void) => () => void;
-
 /** The log of committed changes: a reader at id n never later finds one below n, nor one uncommitted. */
-export function eventLog(db: Db, watch: Watch) {
+export function eventLog(db: Db, watch: Watch): EventLog {
   const scalar = async (statement: Statement, params?: Params) =>
     (await db.all<{ n: bigint }>(statement, params))[0]!.n;
   return {

@@ -1,5 +1,12 @@
-import { commitTracing } from '../tracing/commit.ts';
-import type { DbSystem } from '../tracing/traced-store.ts';
+import type { CommitObserver, DbSystem } from './contract.ts';
+
+type GroupCommitOptions = {
+  system: DbSystem;
+  concurrency?: number;
+  max?: number;
+  /** Told of each queued write and each batch (tracing: a span per batch, linked to its calls). */
+  observer?: CommitObserver | undefined;
+};
 
 /**
  * Group commit: what one turn of the event loop queues goes out as one durable COMMIT (`max` a batch;
@@ -7,12 +14,22 @@ import type { DbSystem } from '../tracing/traced-store.ts';
  */
 export function groupCommit<T extends object>(
   commit: (batch: T[]) => Promise<void>,
-  { system, concurrency = 1, max = Infinity }: { system: DbSystem; concurrency?: number; max?: number },
+  { system, concurrency = 1, max = Infinity, observer }: GroupCommitOptions,
 ) {
   const queued: T[] = [];
   let scheduled = false;
   const running = new Set<Promise<void>>();
-  const tracing = commitTracing<T>(system);
+  // What the observer keeps of the calls queueing items; empty, and no batch observed, while it keeps nothing.
+  const marks = new Map<T, unknown>();
+  const observe = (batch: readonly T[]) => {
+    if (observer === undefined || marks.size === 0) return NOT_OBSERVED;
+    const watched = observer.committing(
+      system,
+      batch.map((item) => marks.get(item)),
+    );
+    for (const item of batch) marks.delete(item);
+    return watched;
+  };
 
   function schedule(): void {
     if (scheduled || running.size >= concurrency || queued.length === 0) return;
@@ -21,9 +38,12 @@ export function groupCommit<T extends object>(
       scheduled = false;
       while (queued.length > 0 && running.size < concurrency) {
         const batch = queued.splice(0, max);
-        const span = tracing.start(batch);
+        const watched = observe(batch);
         const done: Promise<void> = commit(batch)
-          .then(() => span.end(), span.end)
+          .then(
+            () => watched.end(),
+            (error: unknown) => watched.end(error),
+          )
           .finally(() => {
             running.delete(done);
             schedule();
@@ -35,13 +55,13 @@ export function groupCommit<T extends object>(
 
   return {
     push(item: T): void {
-      // Before the first `await` of the store call queueing it: its span is current only until then.
-      tracing.queued(item);
+      const mark = observer?.queued();
+      if (mark !== undefined) marks.set(item, mark);
       queued.push(item);
       schedule();
     },
     takeQueued(): T[] {
-      tracing.clear();
+      marks.clear();
       return queued.splice(0);
     },
     /** Resolves when the batches going out now are done; `undefined` when none is. */
@@ -54,3 +74,5 @@ export function groupCommit<T extends object>(
     },
   };
 }
+
+const NOT_OBSERVED = { end(_error?: unknown): void {} };

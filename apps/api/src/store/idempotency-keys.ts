@@ -1,5 +1,5 @@
 import { type Db, statements } from './sql.ts';
-import type { ClaimOutcome, KeyClaim, Prune, StoredAnswer } from './contract.ts';
+import type { ClaimOutcome, IdempotencyKeys, KeyClaim, Prune, StoredAnswer } from './contract.ts';
 
 type KeyRow = {
   fingerprint: string;
@@ -28,7 +28,7 @@ const SQL = statements('keys', {
 });
 
 /** The Idempotency-Key table: a claim commits alone, so all see it; the answer commits with the change. */
-export function idempotencyKeys(db: Db) {
+export function idempotencyKeys(db: Db): IdempotencyKeys {
   return {
     /** Takes `key` when free, expired (`ttlMs`) or a crashed request's (`inFlightMs`, same fingerprint). */
     async claim(

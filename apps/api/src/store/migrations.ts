@@ -260,6 +260,20 @@ export const migrations: readonly Migration[] = [
     up: sqliteOnly(typeChecks(true)),
     down: sqliteOnly(typeChecks(false)),
   },
+  {
+    version: 15,
+    name: 'create blocked principals',
+    // Principals of identity providers cut off by `principal block` (docs/identity.md).
+    up: (dialect) => `
+      CREATE TABLE blocked_principals (
+        issuer TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        blocked_at ${stamped[dialect]},
+        PRIMARY KEY (issuer, subject)
+      )
+    `,
+    down: 'DROP TABLE blocked_principals',
+  },
 ];
 
 /**

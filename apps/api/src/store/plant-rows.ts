@@ -1,22 +1,21 @@
-import { PLANT_FIELDS, type PlantWithId, stringifyJson } from '@plant-store/schema';
-import type { Expected } from '../operations/conditions.ts';
-import { currentTraceparent } from '../tracing/commit.ts';
+import {
+  PLANT_FIELDS,
+  type PlantDeletedWebhook,
+  type PlantUpdatedWebhook,
+  type PlantWithId,
+  stringifyJson,
+} from '@plant-store/schema';
 import { type Db, statements, type Tx } from './sql.ts';
-import { type KeyClaim, KeyClaimLostError, type KeyedAnswer, PAGE_BUDGET_BYTES } from './contract.ts';
-
-/** A page's bounds and filters (see `PlantStore.list`). */
-export type ListOptions = {
-  limit: number;
-  after?: bigint | undefined;
-  maxBytes?: number | undefined;
-  tag?: string | undefined;
-  namePrefix?: string | undefined;
-};
-export type PlantField = (typeof PLANT_FIELDS)[number];
-/** What an update sets: the members present; `tag: null` removes the tag. */
-export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
-/** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
-export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
+import {
+  type ChangeOptions,
+  type Expected,
+  type KeyClaim,
+  KeyClaimLostError,
+  type ListOptions,
+  PAGE_BUDGET_BYTES,
+  type PlantField,
+  type PlantStore,
+} from './contract.ts';
 export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
 export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
   return tag === null ? { id, name, version } : { id, name, tag, version };
@@ -97,7 +96,10 @@ export type ChangeEngine = Pick<Db, 'transaction'> & { lockEvents(tx: Tx): Promi
 export const CLAIM_LOST = Symbol('claim lost');
 
 /** Updates and deletes: the row is locked before checking `expected`, so a second change sees the first's. */
-export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
+export function plantChanges({
+  transaction,
+  lockEvents,
+}: ChangeEngine): Pick<PlantStore, 'update' | 'delete'> {
   async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
     const result = await transaction(async (tx) =>
       key && (await tx.run(SQL.hold, key)).rows.length === 0 ? CLAIM_LOST : work(tx),
@@ -108,12 +110,8 @@ export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
   const lock = async (tx: Tx, id: bigint) => (await tx.run<PlantRow>(SQL.lock, { id })).rows[0];
 
   return {
-    update: (
-      { id, ...change }: PlantChange,
-      { expected, key }: { expected?: Expected | undefined; key?: KeyClaim | undefined } = {},
-    ): Promise<UpdateOutcome | undefined> => {
-      const traceContext = currentTraceparent();
-      return keyed(key, async (tx) => {
+    update: ({ id, ...change }, { expected, key, traceContext }: ChangeOptions = {}) =>
+      keyed(key, async (tx) => {
         const row = await lock(tx, id);
         if (row === undefined) return undefined;
         if (!meets(expected, row.version)) return { stale: row.version };
@@ -131,29 +129,28 @@ export function plantChanges({ transaction, lockEvents }: ChangeEngine) {
           edit.version = (await tx.run<{ id: bigint }>(SQL.updated, edit)).rows[0]!.id;
           await tx.run(SQL.set, edit);
           plant = toPlant(edit);
-          const payload = stringifyJson(Object.assign({}, plant, { changed }));
-          await tx.run(SQL.fanOut, { event: 'plant.updated', payload, traceContext });
+          const body: PlantUpdatedWebhook = Object.assign({}, plant, { changed });
+          await tx.run(SQL.fanOut, { event: 'plant.updated', payload: stringifyJson(body), traceContext });
         }
-        const body = key && stringifyJson(plant);
-        if (key)
-          await tx.run(SQL.answer, Object.assign({}, key, { status: 200, body, version: plant.version }));
+        if (key) {
+          const body = key.body === undefined ? stringifyJson(plant) : key.body;
+          await tx.run(SQL.answer, Object.assign({}, key, { body, version: plant.version }));
+        }
         return { plant, changed };
-      });
-    },
-    delete: (id: bigint, answer?: KeyedAnswer, expected?: Expected): Promise<boolean | { stale: bigint }> => {
-      const traceContext = currentTraceparent();
-      return keyed(answer, async (tx) => {
+      }),
+    delete: (id, { expected, key, traceContext }: ChangeOptions = {}) =>
+      keyed(key, async (tx) => {
         const row = await lock(tx, id);
         if (row === undefined) return false;
         if (!meets(expected, row.version)) return { stale: row.version };
         await tx.run(SQL.delete, { id });
         await lockEvents(tx);
         await tx.run(SQL.deleted, { id });
-        await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: `{"id":${id}}`, traceContext });
-        if (answer) await tx.run(SQL.answer, answer);
+        const body: PlantDeletedWebhook = { id };
+        await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: stringifyJson(body), traceContext });
+        if (key) await tx.run(SQL.answer, Object.assign({}, key, { body: key.body ?? null, version: null }));
         return true;
-      });
-    },
+      }),
   };
 }
 

@@ -45,7 +45,8 @@ export function statements<K extends string>(prefix: string, texts: Record<K, st
 }
 
 export const registered = new Map<string, Statement>();
-const WORDS = /\{now(?: ([+-]) @(\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{json @(\w+)\}|@(\w+)/g;
+const WORDS =
+  /\{now(?: ([+-]) @(\w+))?\}|\{for update\}|\{skip locked\}|\{seq\}|\{delivery id\}|\{json @(\w+)\}|@(\w+)/g;
 
 function compile(text: string, dialect: Dialect): Compiled {
   const names: string[] = [];

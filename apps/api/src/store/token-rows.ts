@@ -1,6 +1,7 @@
-import { parseScopes, type Scope } from '../auth/scopes.ts';
+import { parseScopes } from '../auth/scopes.ts';
 import { disableOwnedBy } from './endpoint-rows.ts';
 import { type Db, statements, type Time, toDate } from './sql.ts';
+import type { StoredToken, TokenStore } from './contract.ts';
 
 type TokenRow = { name: string; digest: string; scopes: string; created_at: Time; revoked_at: Time | null };
 
@@ -12,11 +13,8 @@ const SQL = statements('tokens', {
   revoke: 'UPDATE api_tokens SET revoked_at = {now} WHERE name = @name AND revoked_at IS NULL',
 });
 
-/** An issued bearer token: never the secret, only its SHA-256 digest (hex). */
-export type StoredToken = { name: string; digest: string; scopes: Scope[] };
-
 /** Bearer tokens issued with `main.js token create`. */
-export function tokenStore(db: Db) {
+export function tokenStore(db: Db): TokenStore {
   return {
     /** Adds a token; `false` when one of that name exists (revoked ones keep theirs). */
     create: async (token: StoredToken) =>

@@ -1,13 +1,12 @@
-import { type Span, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, type Span, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/config.ts';
 import { groupCommit } from '../store/group-commit.ts';
 import type { Delivery } from '../store/contract.ts';
-import { activeStoreSpan, currentTraceparent, startCommitSpan } from './commit.ts';
+import { activeStoreSpan, startCommitSpan, traceparentOf } from './commit.ts';
 import { startAttemptSpan } from './delivery.ts';
 import { startTracing } from './sdk.ts';
-import { withSyncSpan } from './sync-span.ts';
 
 // The SDK as main.ts starts it, its spans kept in memory.
 const exporter = new InMemorySpanExporter();
@@ -25,19 +24,22 @@ async function finished(): Promise<ReadableSpan[]> {
   return exporter.getFinishedSpans();
 }
 
-/** Runs `work` as a traced store call runs (tracing/traced-store.ts): its span current while it runs synchronously. */
+/** Runs `run` with `span` active, as tracing/traced-store.ts runs a store call. */
+const inSpan = <T>(span: Span, run: () => T): T => context.with(trace.setSpan(ROOT_CONTEXT, span), run);
+
+/** Runs `work` as a traced store call runs: its span active while it runs. */
 function inStoreCall<T>(name: string, work: (span: Span) => T): T {
   const span = tracer.startSpan(name);
-  return withSyncSpan(span, () => work(span));
+  return inSpan(span, () => work(span));
 }
 
 beforeEach(() => exporter.reset());
 
-describe('the store hooks (what the group commit and the outbox call)', () => {
+describe("the store's commit observer and the outbox's trace context", () => {
   it('capture nothing outside a recording span, and make no commit span for untraced writes', async () => {
     expect(activeStoreSpan()).toBeUndefined();
-    expect(currentTraceparent()).toBeUndefined();
-    startCommitSpan('sqlite', [undefined, undefined]).end();
+    expect(tracing.commits.queued()).toBeUndefined();
+    startCommitSpan(tracer, 'sqlite', [undefined, undefined]).end();
     expect(await finished()).toEqual([]);
   });
 
@@ -47,7 +49,7 @@ describe('the store hooks (what the group commit and the outbox call)', () => {
       undefined,
       inStoreCall('create', () => activeStoreSpan()),
     ];
-    const commit = startCommitSpan('postgresql', carried);
+    const commit = startCommitSpan(tracer, 'postgresql', carried);
     commit.end();
     for (const span of carried) span?.end();
     const spans = await finished();
@@ -70,7 +72,7 @@ describe('the store hooks (what the group commit and the outbox call)', () => {
 
   it('mark a failed commit as an error, by its class', async () => {
     const carried = [inStoreCall('create', () => activeStoreSpan())];
-    startCommitSpan('sqlite', carried).end(new RangeError('disk full at /var/lib/secret'));
+    startCommitSpan(tracer, 'sqlite', carried).end(new RangeError('disk full at /var/lib/secret'));
     const [commit] = (await finished()).filter((span) => span.name === 'commit');
     expect(commit!.status).toEqual({ code: 2 });
     expect(commit!.attributes['error.type']).toBe('RangeError');
@@ -78,7 +80,7 @@ describe('the store hooks (what the group commit and the outbox call)', () => {
 
   it('give the outbox row the traceparent of the create, which the attempt then links to', async () => {
     const traceparent = inStoreCall('create', (span) => {
-      const value = currentTraceparent();
+      const value = traceparentOf(span);
       span.end();
       return value;
     });
@@ -142,7 +144,7 @@ function gated() {
         settle = (error) => (error ? reject(error) : resolve());
       });
     },
-    { system: 'sqlite' },
+    { system: 'sqlite', observer: tracing.commits },
   );
   return { writes, batches, settle: (error?: Error) => settle(error) };
 }
@@ -151,7 +153,7 @@ describe('the group commit (store/group-commit.ts), traced', () => {
   it('ends the commit span of a batch with a traced write only once the commit is done', async () => {
     const { writes, batches, settle } = gated();
     const call = tracer.startSpan('create');
-    withSyncSpan(call, () => writes.push({}));
+    inSpan(call, () => writes.push({}));
     writes.push({});
     while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
     expect(batches[0]).toHaveLength(2);
@@ -163,9 +165,25 @@ describe('the group commit (store/group-commit.ts), traced', () => {
     expect(commit!.attributes['db.operation.batch.size']).toBe(2);
   });
 
+  it("links a write queued after the call's awaits to the call: its span stays active across them", async () => {
+    const { writes, batches, settle } = gated();
+    const call = tracer.startSpan('create');
+    await inSpan(call, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      writes.push({});
+    });
+    while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    settle();
+    await writes.drained();
+    call.end();
+    const spans = await finished();
+    const commit = spans.find((span) => span.name === 'commit')!;
+    expect(commit.links.map((link) => link.context.spanId)).toStrictEqual([call.spanContext().spanId]);
+  });
+
   it('marks the commit span of a failed batch as an error, by its class', async () => {
     const { writes, batches, settle } = gated();
-    withSyncSpan(tracer.startSpan('create'), () => writes.push({}));
+    inSpan(tracer.startSpan('create'), () => writes.push({}));
     while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
     settle(new RangeError('disk full'));
     await writes.drained();
@@ -186,7 +204,7 @@ describe('the group commit (store/group-commit.ts), traced', () => {
       spanId: '2'.repeat(16),
       traceFlags: 0,
     });
-    withSyncSpan(unsampled, () => writes.push({}));
+    inSpan(unsampled, () => writes.push({}));
     while (batches.length === 0) await new Promise((resolve) => setImmediate(resolve));
     settle();
     await writes.drained();

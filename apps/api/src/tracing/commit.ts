@@ -1,34 +1,23 @@
-import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { DbSystem } from './traced-store.ts';
-import { syncSpan } from './sync-span.ts';
-
-/** The instrumentation scope of the store's own spans (the global tracer: stores are not given one). */
-const STORE_TRACER = 'plant-store-api/store';
+import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import type { CommitObserver, DbSystem } from '../store/contract.ts';
 
 /*
- * What the stores call to trace their writes: these work on the global API, without a tracer, and
- * cost nothing when tracing is off (no store call is traced, so nothing is captured or started).
+ * The spans of the store's group commits, made here and handed to the store when it opens
+ * (`StoreHooks.commits`): the store only tells its observer what it queues and commits.
  */
 
 /**
- * The span of the traced store call running now (`storeTracer` makes it current while the call
- * runs synchronously): what `create` keeps with its queued write, so the group commit that carries
- * the write can link to it (`startCommitSpan`). Read it before the call's first `await`.
+ * The span of the traced store call running now, if it records: tracing/traced-store.ts makes it
+ * the active span (OpenTelemetry's context, kept across awaits by the context manager sdk.ts
+ * registers) for the whole call.
  */
 export function activeStoreSpan(): Span | undefined {
-  const span = syncSpan();
+  const span = trace.getActiveSpan();
   return span?.isRecording() ? span : undefined;
 }
 
-/**
- * The W3C `traceparent` of the traced store call running now, or `undefined` outside one: what a
- * create writes in each outbox row it enqueues (`trace_context`), so the delivery, attempted
- * minutes later or by another instance, links back to the request that caused it. Read it before
- * the call's first `await`.
- */
-export function currentTraceparent(): string | undefined {
-  const span = activeStoreSpan();
-  if (span === undefined) return undefined;
+/** A span's W3C `traceparent`, as an outbox row keeps it (`trace_context`) for the attempt to link to. */
+export function traceparentOf(span: Span): string {
   const { traceId, spanId, traceFlags } = span.spanContext();
   return `00-${traceId}-${spanId}-${`0${traceFlags.toString(16)}`.slice(-2)}`;
 }
@@ -40,15 +29,19 @@ const NOT_TRACED: CommitSpan = { end() {} };
 
 /**
  * Starts the span of one group commit (`commit`, a CLIENT span of `system`) carrying the writes
- * of these store calls (`activeStoreSpan()` of each; `undefined` for an untraced one). It is a root
- * span (a commit serves many requests) linked to each traced call's span, and each of those gets
- * a link back to it: from a slow create one finds the commit it waited for, and what else it
- * carried. None when no carried call is traced.
+ * of these store calls (the span of each; `undefined` for an untraced one). It is a root span (a
+ * commit serves many requests) linked to each traced call's span, and each of those gets a link
+ * back to it: from a slow create one finds the commit it waited for, and what else it carried.
+ * None when no carried call is traced.
  */
-export function startCommitSpan(system: DbSystem, carried: readonly (Span | undefined)[]): CommitSpan {
+export function startCommitSpan(
+  tracer: Tracer,
+  system: DbSystem,
+  carried: readonly (Span | undefined)[],
+): CommitSpan {
   const traced = carried.filter((span): span is Span => span !== undefined);
   if (traced.length === 0) return NOT_TRACED;
-  const span = trace.getTracer(STORE_TRACER).startSpan(
+  const span = tracer.startSpan(
     'commit',
     {
       kind: SpanKind.CLIENT,
@@ -76,28 +69,12 @@ export function startCommitSpan(system: DbSystem, carried: readonly (Span | unde
 }
 
 /**
- * What a group commit (store/group-commit.ts) keeps of the traced calls whose writes it queues, to
- * start each batch's span with: nothing, and no span, while no queued write is traced.
+ * What the store is handed to watch its group commits with: it keeps the span of the traced call
+ * queueing each write, and a batch carrying any gets its commit span (`startCommitSpan`).
  */
-export function commitTracing<T extends object>(system: DbSystem) {
-  const carried = new Map<T, Span>();
+export function commitSpans(tracer: Tracer): CommitObserver<Span> {
   return {
-    /** Keeps the span of the traced store call queueing `item` now, if any. */
-    queued(item: T): void {
-      const span = activeStoreSpan();
-      if (span) carried.set(item, span);
-    },
-    /** The span of committing `batch` (`startCommitSpan`), its items' spans forgotten. */
-    start(batch: readonly T[]): CommitSpan {
-      if (carried.size === 0) return NOT_TRACED;
-      const span = startCommitSpan(
-        system,
-        batch.map((item) => carried.get(item)),
-      );
-      for (const item of batch) carried.delete(item);
-      return span;
-    },
-    /** Forgets every item's span (the queue was dropped). */
-    clear: () => carried.clear(),
+    queued: activeStoreSpan,
+    committing: (system, carried) => startCommitSpan(tracer, system, carried),
   };
 }

@@ -1,4 +1,5 @@
-import { propagation, type Tracer, trace } from '@opentelemetry/api';
+import { context, propagation, type Tracer, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -15,15 +16,16 @@ import {
 } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import type { TracingConfig } from '../config/config.ts';
+import { commitSpans } from './commit.ts';
 import { exportLog, watchedExporter } from './export-watch.ts';
-import { SERVICE_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
+import { SERVICE_NAME, STORE_TRACER_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
 
 /**
  * Starts the OpenTelemetry SDK as `config` says: spans batched and POSTed to the collector over
  * OTLP/HTTP (protobuf or JSON), W3C Trace Context propagation; with `log`, exports that fail are
- * logged there (rate-limited). Registered globally, as
- * OpenTelemetry's API expects, but with no context manager: spans are handed down explicitly
- * (tracing/sync-span.ts says why), so `context.active()` is always the root. The exporter
+ * logged there (rate-limited). Registered globally, as OpenTelemetry's API expects, with its
+ * AsyncLocalStorage context manager: a span made active (a store call's, a rate limiter's
+ * request) stays so across the awaits of the work it runs. The exporter
  * reads the rest of the standard variables itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
  * _COMPRESSION, and their _TRACES_ forms), the resource OTEL_RESOURCE_ATTRIBUTES.
  *
@@ -51,10 +53,13 @@ export function startTracing(
     ],
   });
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  // Once a process: a second start (tests) keeps the manager the first registered.
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
   const tracer: Tracer = provider.getTracer(TRACER_NAME);
   return {
     tracer,
+    commits: commitSpans(provider.getTracer(STORE_TRACER_NAME)),
     // Spans still batched are sent before the process exits.
     shutdown: () => provider.shutdown(),
   };

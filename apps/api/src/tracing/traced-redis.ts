@@ -1,11 +1,31 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import {
+  context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import type { Middleware } from 'koa';
 import type { Redis } from 'ioredis';
-import { syncSpan } from './sync-span.ts';
 
 /**
- * A CLIENT span for each command `redis` sends while a traced request's span is current (the rate
- * limiters' EVALSHA: app.ts makes the request's span current around their synchronous part, which
- * sends it), named by the command, with `db.system` `redis` and the server's address: never the
+ * `middleware` (a Redis rate limiter) run with the request's span (`ctx.state.span`, when recorded)
+ * active, so the commands it sends are its children; what it calls next runs as it would without.
+ */
+export function withRequestSpan(middleware: Middleware): Middleware {
+  return (ctx, next) => {
+    const span: Span | undefined = ctx.state.span;
+    if (span === undefined) return middleware(ctx, next);
+    const outer = context.active();
+    return context.with(trace.setSpan(outer, span), () => middleware(ctx, () => context.with(outer, next)));
+  };
+}
+
+/**
+ * A CLIENT span for each command `redis` sends while a traced request's span is active (the rate
+ * limiters' EVALSHA: app.ts runs them with `withRequestSpan`), named by the command, with `db.system` `redis` and the server's address: never the
  * command's arguments (keys name tokens). Through `sendCommand`, ioredis's public entry for every
  * command (its own instrumentation wraps the same method; bundled, that instrumentation cannot
  * hook the module). Other commands (the ready check, EVAL loading the script after a NOSCRIPT)
@@ -15,7 +35,7 @@ export function traceRedis(redis: Redis, tracer: Tracer): void {
   const send = redis.sendCommand.bind(redis);
   const { host, port } = redis.options;
   redis.sendCommand = (command, stream) => {
-    const parent = syncSpan();
+    const parent = trace.getActiveSpan();
     if (!parent?.isRecording()) return send(command, stream);
     const name = command.name.toUpperCase();
     const span = tracer.startSpan(

@@ -2,7 +2,9 @@ import { type LookupAddress, promises as dns } from 'node:dns';
 import { isIP } from 'node:net';
 import type { EndpointDnsConfig } from '../config/config.ts';
 import { createLookupSlots, type LookupSlots, type Release } from './lookup-slots.ts';
-import type { Resolve } from './ssrf.ts';
+
+/** Every address a host name resolves to. Tests stand in for DNS with their own. */
+export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
 
 /**
  * `localhost` and `*.localhost` (RFC 6761 §6.3): loopback, asked of no name server. Not public, so

@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { caresResolve, LookupTimeoutError } from './dns.ts';
+import { caresResolve, LookupTimeoutError, type Resolve } from './dns.ts';
 import { LookupsBusyError } from './lookup-slots.ts';
 
 /**
@@ -16,8 +16,7 @@ export class UnsafeUrlError extends Error {
   override name = 'UnsafeUrlError';
 }
 
-/** Every address a host name resolves to. Tests stand in for DNS with their own. */
-export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
+export type { Resolve };
 
 /** How long registration waits for the host to resolve, by default (WEBHOOK_DNS_TIMEOUT_MS). */
 export const RESOLVE_TIMEOUT_MS = 5_000;

@@ -130,7 +130,9 @@ describe('GET /docs in Chromium', () => {
     });
     expect(stored.status).toBe(200);
     const storedText = await stored.text();
-    expect(storedText).toMatch(/^\{"id":9007199254740993,"name":"Docs Fern","tag":"from-docs","version":[1-9][0-9]*\}$/);
+    expect(storedText).toMatch(
+      /^\{"id":9007199254740993,"name":"Docs Fern","tag":"from-docs","version":[1-9][0-9]*\}$/,
+    );
 
     // Reading it back from the page shows the id as stored, not rounded by JSON.parse.
     const get = page.locator('#operations-plants-getPlant');
@@ -139,9 +141,7 @@ describe('GET /docs in Chromium', () => {
     await get.locator('tr[data-param-name="id"] input').fill('9007199254740993');
     await get.locator('button.execute').click();
     const body = get.locator('.live-responses-table .response .response-col_description pre').first();
-    await expect
-      .poll(() => body.textContent(), { timeout: 10_000 })
-      .toBe(storedText);
+    await expect.poll(() => body.textContent(), { timeout: 10_000 }).toBe(storedText);
 
     mkdirSync(RESULTS, { recursive: true });
     await page.screenshot({ path: join(RESULTS, 'docs-try-it.png'), fullPage: true });

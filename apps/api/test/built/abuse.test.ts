@@ -70,7 +70,8 @@ describe.each(testStores())('abuse of the built service on $name', (testStore) =
 
   beforeAll(async () => {
     // The attack runs against the same flags users run.
-    const start = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).scripts.start;
+    const start = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).scripts
+      .start;
     for (const flag of START_NODE_ARGS) expect(start).toContain(flag);
     store = await testStore.setup();
     api = await startApiProcess({

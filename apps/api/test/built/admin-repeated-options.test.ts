@@ -195,8 +195,9 @@ describe.each(testStores())('repeated options of the admin commands on $name', (
     const { stdout } = await admin('--help');
     expect(stdout).toContain('token revoke --name NAME...');
     expect(stdout).toContain('webhooks disable --id ID...');
+    expect(stdout).toContain('principal block --issuer URL --subject SUB...');
     expect(stdout).toContain(
-      "Options that name what to act on (revoke's --name, --id) or a list (--scope) may be repeated:\n" +
+      "Options that name what to act on (revoke's --name, --id, block's --subject) or a list (--scope) may be repeated:\n" +
         'every value is acted on in turn, each reported on its own line, and the exit status is 1 if any\n' +
         'failed. Any other option given twice is refused (exit 2), and so is a bad value: nothing is done.',
     );

@@ -516,10 +516,18 @@ describe.each(testStores())('the $name store keeps one change per key', (testSto
         ).toBe('claimed');
       }
       const answer = (claim: string) => ({ tokenName: 'a', key: claim, claim, status: 200, body: '{}' });
-      expect(await store.create({ id: 5n, name: 'Fern' }, [delivery('msg_1')], answer('first'))).toEqual(
-        expect.any(BigInt),
-      );
-      expect(await store.create({ id: 5n, name: 'Fern' }, [delivery('msg_2')], answer('second'))).toBe(false);
+      expect(
+        await store.create(
+          { id: 5n, name: 'Fern' },
+          { outbox: { deliveries: [delivery('msg_1')] }, key: answer('first') },
+        ),
+      ).toEqual(expect.any(BigInt));
+      expect(
+        await store.create(
+          { id: 5n, name: 'Fern' },
+          { outbox: { deliveries: [delivery('msg_2')] }, key: answer('second') },
+        ),
+      ).toBe(false);
       expect((await instance.deliveries()).map((row) => row.id)).toStrictEqual(['msg_1']);
       // The duplicate stored no answer: its key is still in flight, for its request to free.
       expect(
@@ -563,12 +571,12 @@ describe.each(testStores())('the $name store keeps one change per key', (testSto
       });
       // The stalled request comes back: its change is refused, and it cannot free the key it lost.
       const answer = (claim: typeof slow) => ({ ...claim, status: 200, body: '{"name":"Fern"}' });
-      await expect(store.create({ id: 1n, name: 'Fern' }, [], answer(slow))).rejects.toBeInstanceOf(
+      await expect(store.create({ id: 1n, name: 'Fern' }, { key: answer(slow) })).rejects.toBeInstanceOf(
         KeyClaimLostError,
       );
       await store.idempotencyKeys.release(slow);
       expect(await store.get(1n)).toBeUndefined();
-      const version = await store.create({ id: 1n, name: 'Fern' }, [], answer(fast));
+      const version = await store.create({ id: 1n, name: 'Fern' }, { key: answer(fast) });
       expect(version).toEqual(expect.any(BigInt));
       expect(await store.idempotencyKeys.claim({ ...slow, fingerprint: 'f', ...policy })).toStrictEqual({
         state: 'completed',
@@ -581,7 +589,7 @@ describe.each(testStores())('the $name store keeps one change per key', (testSto
       expect((await store.idempotencyKeys.claim({ ...slow, fingerprint: 'f', ...policy })).state).toBe(
         'completed',
       );
-      await expect(store.delete(1n, answer(slow))).rejects.toBeInstanceOf(KeyClaimLostError);
+      await expect(store.delete(1n, { key: answer(slow) })).rejects.toBeInstanceOf(KeyClaimLostError);
       expect(await store.get(1n)).toStrictEqual({ id: 1n, name: 'Fern', version: expect.any(BigInt) });
       expect(await store.idempotencyKeys.prune({ olderThanMs: 0, limit: 10 })).toBe(1);
       expect(await store.idempotencyKeys.prune({ olderThanMs: 0, limit: 10 })).toBe(0);

@@ -293,6 +293,19 @@ const SQLITE_OR_CHECKS: Record<string, string> = {
 };
 const withOrChecks = replacing(SQLITE_OR_CHECKS);
 
+/** What version 15 (blocked principals of identity providers) adds, per store. */
+const SQLITE_BLOCKED_PRINCIPALS = [
+  'index sqlite_autoindex_blocked_principals_1: ',
+  'table blocked_principals: CREATE TABLE blocked_principals ( issuer TEXT NOT NULL, subject TEXT NOT NULL, blocked_at INTEGER NOT NULL, PRIMARY KEY (issuer, subject) )',
+];
+const POSTGRES_BLOCKED_PRINCIPALS = [
+  'column blocked_principals.blocked_at: timestamp with time zone not null default now()',
+  'column blocked_principals.issuer: text not null default -',
+  'column blocked_principals.subject: text not null default -',
+  'constraint blocked_principals.blocked_principals_pkey: PRIMARY KEY (issuer, subject)',
+  'index blocked_principals_pkey: CREATE UNIQUE INDEX blocked_principals_pkey ON public.blocked_principals USING btree (issuer, subject)',
+];
+
 const sqliteLeg: Leg = {
   name: 'SQLite',
   current: withOrChecks(
@@ -310,7 +323,9 @@ const sqliteLeg: Leg = {
         ),
       ),
     ),
-  ).sort(),
+  )
+    .concat(SQLITE_BLOCKED_PRINCIPALS)
+    .sort(),
   async open() {
     const store = await sqliteTestStore.setup();
     const path = store.env.DATABASE_URL!.slice('file:'.length);
@@ -349,6 +364,7 @@ const postgresLeg: Leg = {
     ...POSTGRES_UPDATES,
     ...POSTGRES_TRACE_CONTEXT,
     ...POSTGRES_ANSWER_VERSION,
+    ...POSTGRES_BLOCKED_PRINCIPALS,
   ]).sort(),
   async open() {
     const store = await postgresTestStore.setup();
@@ -521,7 +537,9 @@ describe.each(legs)('migrations on $name', (leg) => {
           msg_p1: ['failed', 'endpoint disabled (legacy_owner)'],
         });
         // Create fans out to the enabled ones only.
-        expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toBe(1n);
+        expect(
+          await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+        ).toBe(1n);
         expect((await store.webhookEndpoints.summaries({})).map((e) => e.pending)).toStrictEqual([
           0, 0, 0, 0, 2, 2,
         ]);

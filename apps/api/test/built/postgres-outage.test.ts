@@ -115,7 +115,11 @@ describe.skipIf(!postgresAvailable())('PostgreSQL outages', () => {
       // is the client's move: 200 (its version here) if it had not, 409 (false here) if it had.
       const retried = await plants.create({ id: 1_001n, name: 'Moss' });
       expect(retried === false || typeof retried === 'bigint').toBe(true);
-      expect(await plants.get(1_001n)).toStrictEqual({ id: 1_001n, name: 'Moss', version: expect.any(BigInt) });
+      expect(await plants.get(1_001n)).toStrictEqual({
+        id: 1_001n,
+        name: 'Moss',
+        version: expect.any(BigInt),
+      });
     } finally {
       await other.end();
       await plants.close();

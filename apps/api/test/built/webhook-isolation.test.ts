@@ -193,7 +193,9 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     const leaked = `http://plant-user:secret-pass@127.0.0.1:${port}/services/T0/B0/path-secret?token=query-secret`;
     const direct = await openStore(loadConfig({ ...store.env, API_TOKENS: TOKEN }).store);
     const fern = { id: 7n, name: 'Fern' };
-    expect(await direct.create(fern, newPlantWebhook([leaked]).deliveriesFor(fern))).toBeTypeOf('bigint');
+    expect(
+      await direct.create(fern, { outbox: { deliveries: newPlantWebhook([leaked]).deliveriesFor(fern) } }),
+    ).toBeTypeOf('bigint');
     await direct.close();
 
     const secret = newWebhookSecret();
@@ -241,7 +243,9 @@ describe.each(testStores())('the delivery worker prunes on $name', (testStore) =
     const ids = Array.from({ length: 2_500 }, (_, i) => BigInt(i));
     for (let i = 0; i < ids.length; i += 500) {
       const plants = ids.slice(i, i + 500).map((id) => ({ id, name: 'Fern' }));
-      await Promise.all(plants.map((plant) => store.create(plant, webhook.deliveriesFor(plant))));
+      await Promise.all(
+        plants.map((plant) => store.create(plant, { outbox: { deliveries: webhook.deliveriesFor(plant) } })),
+      );
     }
     const claimed = await store.deliveries.claim({ url, limit: 3_000, leaseMs: 60_000 });
     await store.deliveries.markDelivered(claimed.map((delivery) => delivery.id));
@@ -281,7 +285,9 @@ describe.each(testStores())('the delivery worker claims ahead of its slots on $n
     defer(() => store.close());
     const webhook = newPlantWebhook([url]);
     const plants = Array.from({ length: 100 }, (_, i) => ({ id: BigInt(i), name: 'Fern' }));
-    await Promise.all(plants.map((plant) => store.create(plant, webhook.deliveriesFor(plant))));
+    await Promise.all(
+      plants.map((plant) => store.create(plant, { outbox: { deliveries: webhook.deliveriesFor(plant) } })),
+    );
     const lines: LogLine[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const worker = startDeliveryWorker({ outbox: store.deliveries, config: config.webhooks!, log });

@@ -35,10 +35,10 @@ describe.skipIf(!postgresAvailable())('PostgreSQL group commit', () => {
 
   it('commits the creates of one turn together, answering each on its own', async () => {
     const results = await Promise.allSettled([
-      store.create({ id: 3n, name: 'Fern' }, [delivery(1)]),
-      store.create({ id: 3n, name: 'Second Fern' }, [delivery(2)]),
+      store.create({ id: 3n, name: 'Fern' }, { outbox: { deliveries: [delivery(1)] } }),
+      store.create({ id: 3n, name: 'Second Fern' }, { outbox: { deliveries: [delivery(2)] } }),
       store.create({ id: 2n ** 63n - 1n, name: 'Moss', tag: 'green' }),
-      store.create({ id: -(2n ** 63n), name: 'Cactus' }, [delivery(3)]),
+      store.create({ id: -(2n ** 63n), name: 'Cactus' }, { outbox: { deliveries: [delivery(3)] } }),
     ]);
     expect(
       results.map((result) => (result.status === 'fulfilled' ? result.value : 'rejected')),
@@ -63,8 +63,8 @@ describe.skipIf(!postgresAvailable())('PostgreSQL group commit', () => {
     const results = await Promise.allSettled([
       store.create({ id: 1n, name: 'Fern' }),
       // PostgreSQL text cannot hold NUL: this statement fails, whatever else it carries.
-      store.create({ id: 2n, name: 'bad\u0000name' }, [delivery(1)]),
-      store.create({ id: 3n, name: 'Moss' }, [delivery(2)]),
+      store.create({ id: 2n, name: 'bad\u0000name' }, { outbox: { deliveries: [delivery(1)] } }),
+      store.create({ id: 3n, name: 'Moss' }, { outbox: { deliveries: [delivery(2)] } }),
     ]);
     expect(results[0]).toStrictEqual({ status: 'fulfilled', value: expect.any(BigInt) });
     expect(results[1]!.status).toBe('rejected');
@@ -111,7 +111,7 @@ describe.skipIf(!postgresAvailable())('PostgreSQL group commit', () => {
       expect(
         await notified(() => store.update({ id: 1n, tag: 'green' }, { expected: [version as bigint] })),
       ).toBe(1);
-      expect(await notified(() => store.delete(1n, undefined, [version as bigint]))).toBe(0);
+      expect(await notified(() => store.delete(1n, { expected: [version as bigint] }))).toBe(0);
       expect(await notified(() => store.delete(1n))).toBe(1);
     });
   });

@@ -38,7 +38,8 @@ describe('fan-out on the SQLite store', () => {
       .sort();
 
   it('follows an endpoint registered and disabled between the creates of one commit', async () => {
-    const create = (id: number) => store.create({ id: BigInt(id), name: 'Fern' }, [], undefined, payload(id));
+    const create = (id: number) =>
+      store.create({ id: BigInt(id), name: 'Fern' }, { outbox: { endpointPayload: payload(id) } });
     // One turn: one group commit, its writes in this order.
     await Promise.all([
       create(1),
@@ -56,7 +57,7 @@ describe('fan-out on the SQLite store', () => {
   });
 
   it('follows an endpoint another process registered between two commits', async () => {
-    expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, payload(1))).toEqual(
+    expect(await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: payload(1) } })).toEqual(
       expect.any(BigInt),
     );
     const other = new Database(instance.env.DATABASE_URL!.slice('file:'.length));
@@ -69,7 +70,7 @@ describe('fan-out on the SQLite store', () => {
     } finally {
       other.close();
     }
-    expect(await store.create({ id: 2n, name: 'Fern' }, [], undefined, payload(2))).toEqual(
+    expect(await store.create({ id: 2n, name: 'Fern' }, { outbox: { endpointPayload: payload(2) } })).toEqual(
       expect.any(BigInt),
     );
     expect(await fannedOut(2)).toStrictEqual([payload(2)]);

@@ -181,8 +181,8 @@ describe.each(testStores())('the $name store', (testStore) => {
         ['tag'],
       ]);
       // A delete expecting another version changes nothing.
-      expect(await store.delete(1n, undefined, [v2])).toStrictEqual({ stale: v3 });
-      expect(await store.delete(1n, undefined, [v3])).toBe(true);
+      expect(await store.delete(1n, { expected: [v2] })).toStrictEqual({ stale: v3 });
+      expect(await store.delete(1n, { expected: [v3] })).toBe(true);
       expect(await store.get(1n)).toBeUndefined();
     });
 
@@ -445,7 +445,8 @@ describe.each(testStores())('the $name store', (testStore) => {
       handle.deliveries.claim({ url: B, limit, leaseMs });
     /** A create as the create operation makes it: with one delivery per subscriber. */
     const webhook = newPlantWebhook(SUBSCRIBERS);
-    const create = (plant: NewPlant, handle = store) => handle.create(plant, webhook.deliveriesFor(plant));
+    const create = (plant: NewPlant, handle = store) =>
+      handle.create(plant, { outbox: { deliveries: webhook.deliveriesFor(plant) } });
     const delivery = (n: number, url: string): NewDelivery => ({
       id: `msg_${String(n).padStart(32, '0')}`,
       url,
@@ -454,13 +455,23 @@ describe.each(testStores())('the $name store', (testStore) => {
 
     it('writes exactly the outbox rows a create is given, and none for a duplicate id', async () => {
       expect(
-        await store.create({ id: 1n, name: 'Fern' }, [delivery(1, A), delivery(2, B), delivery(3, A)]),
+        await store.create(
+          { id: 1n, name: 'Fern' },
+          { outbox: { deliveries: [delivery(1, A), delivery(2, B), delivery(3, A)] } },
+        ),
       ).toEqual(expect.any(BigInt));
       // The duplicate's plant and its rows are both refused.
-      expect(await store.create({ id: 1n, name: 'Cactus' }, [delivery(4, A), delivery(5, B)])).toBe(false);
-      expect(await store.create({ id: 2n, name: 'Moss' }, [])).toEqual(expect.any(BigInt));
+      expect(
+        await store.create(
+          { id: 1n, name: 'Cactus' },
+          { outbox: { deliveries: [delivery(4, A), delivery(5, B)] } },
+        ),
+      ).toBe(false);
+      expect(await store.create({ id: 2n, name: 'Moss' })).toEqual(expect.any(BigInt));
       expect(await store.create({ id: 3n, name: 'Ivy' })).toEqual(expect.any(BigInt));
-      expect(await store.create({ id: 4n, name: 'Rue' }, [delivery(6, B)])).toEqual(expect.any(BigInt));
+      expect(
+        await store.create({ id: 4n, name: 'Rue' }, { outbox: { deliveries: [delivery(6, B)] } }),
+      ).toEqual(expect.any(BigInt));
       expect(await store.get(1n)).toStrictEqual({ id: 1n, name: 'Fern', version: expect.any(BigInt) });
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 4, delivered: 0, failed: 0 });
       const claimed = [...(await claimA(store)), ...(await claimB(store))]
@@ -477,7 +488,10 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('enqueues the rows of exactly one of many concurrent creates of one id', async () => {
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          store.create({ id: 5n, name: `P${i}` }, [delivery(2 * i, A), delivery(2 * i + 1, B)]),
+          store.create(
+            { id: 5n, name: `P${i}` },
+            { outbox: { deliveries: [delivery(2 * i, A), delivery(2 * i + 1, B)] } },
+          ),
         ),
       );
       expect(results.filter(Boolean)).toHaveLength(1);
@@ -779,12 +793,18 @@ describe.each(testStores())('the $name store', (testStore) => {
 
     it('fans a create out to every endpoint in its transaction, none for a duplicate; claims, lists and deletes per endpoint', async () => {
       for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1,"name":"Fern"}')).toEqual(
-        expect.any(BigInt),
-      );
-      expect(await store.create({ id: 1n, name: 'Moss' }, [], undefined, '{"id":1,"name":"Moss"}')).toBe(
-        false,
-      );
+      expect(
+        await store.create(
+          { id: 1n, name: 'Fern' },
+          { outbox: { endpointPayload: '{"id":1,"name":"Fern"}' } },
+        ),
+      ).toEqual(expect.any(BigInt));
+      expect(
+        await store.create(
+          { id: 1n, name: 'Moss' },
+          { outbox: { endpointPayload: '{"id":1,"name":"Moss"}' } },
+        ),
+      ).toBe(false);
       expect(await store.create({ id: 2n, name: 'Ivy' })).toEqual(expect.any(BigInt));
       expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([
         endpoint(1).id,
@@ -898,9 +918,9 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(first).toMatchObject({ status: 'pending' });
       expect(await ping(2)).toMatchObject({ status: 'pending' });
       // A create's fan-out is not capped: the third pending row comes from a create.
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+      ).toEqual(expect.any(BigInt));
       expect(await ping(3)).toBe('full');
       // The other endpoint has its own count.
       expect(await ping(4, endpoint(2).id)).toMatchObject({ status: 'pending' });
@@ -1026,18 +1046,18 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('disables an endpoint: its pending deliveries fail, create fans out to it no more, a second disable keeps the first reason', async () => {
       for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
       expect((await store.webhookEndpoints.get(endpoint(1).id))!.disabled).toBeNull();
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+      ).toEqual(expect.any(BigInt));
       const [delivered] = await store.deliveries.claim({
         endpointId: endpoint(1).id,
         limit: 1,
         leaseMs: 60_000,
       });
       await store.deliveries.markDelivered([delivered!.id], [200]);
-      expect(await store.create({ id: 2n, name: 'Moss' }, [], undefined, '{"id":2}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 2n, name: 'Moss' }, { outbox: { endpointPayload: '{"id":2}' } }),
+      ).toEqual(expect.any(BigInt));
 
       const disabled = await store.webhookEndpoints.disable(endpoint(1).id, 'operator');
       expect(disabled!.disabled).toStrictEqual({ at: expect.any(Date), reason: 'operator' });
@@ -1047,9 +1067,9 @@ describe.each(testStores())('the $name store', (testStore) => {
         { status: 'failed', lastError: 'endpoint disabled (operator)' },
       ]);
       expect(await store.deliveries.pendingEndpoints({ limit: 10 })).toStrictEqual([endpoint(2).id]);
-      expect(await store.create({ id: 3n, name: 'Ivy' }, [], undefined, '{"id":3}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 3n, name: 'Ivy' }, { outbox: { endpointPayload: '{"id":3}' } }),
+      ).toEqual(expect.any(BigInt));
       expect(await outcomes(1)).toHaveLength(2);
       expect(await outcomes(2)).toHaveLength(3);
       // Read back by every reader, the listing included.
@@ -1087,15 +1107,15 @@ describe.each(testStores())('the $name store', (testStore) => {
 
     it('enables a disabled endpoint: new plants fan out to it again, its failed deliveries stay failed', async () => {
       await store.webhookEndpoints.create(endpoint(1), max);
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+      ).toEqual(expect.any(BigInt));
       await store.webhookEndpoints.disable(endpoint(1).id, 'token_lacks_read');
       const enabled = await store.webhookEndpoints.enable(endpoint(1).id);
       expect(enabled).toMatchObject({ id: endpoint(1).id, disabled: null });
-      expect(await store.create({ id: 2n, name: 'Moss' }, [], undefined, '{"id":2}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 2n, name: 'Moss' }, { outbox: { endpointPayload: '{"id":2}' } }),
+      ).toEqual(expect.any(BigInt));
       expect(await outcomes(1)).toStrictEqual([
         { status: 'failed', lastError: 'endpoint disabled (token_lacks_read)' },
         { status: 'pending', lastError: null },
@@ -1106,9 +1126,9 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('deletes any owner’s endpoint, with its deliveries, when no owner is named (the admin command)', async () => {
       await store.webhookEndpoints.create(endpoint(1), max);
       await store.webhookEndpoints.create(endpoint(2, 'bob'), max);
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+      ).toEqual(expect.any(BigInt));
       expect(await store.webhookEndpoints.delete(endpoint(2).id)).toBe(true);
       expect(await store.webhookEndpoints.delete(endpoint(2).id)).toBe(false);
       expect(await store.webhookEndpoints.get(endpoint(2).id)).toBeUndefined();
@@ -1122,9 +1142,9 @@ describe.each(testStores())('the $name store', (testStore) => {
       await store.webhookEndpoints.create(endpoint(3, 'bob'), max);
       // One already disabled keeps its reason.
       await store.webhookEndpoints.disable(endpoint(2).id, 'operator');
-      expect(await store.create({ id: 1n, name: 'Fern' }, [], undefined, '{"id":1}')).toEqual(
-        expect.any(BigInt),
-      );
+      expect(
+        await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: '{"id":1}' } }),
+      ).toEqual(expect.any(BigInt));
 
       expect(await store.tokens.revoke('alice')).toStrictEqual({ endpointsDisabled: 1 });
       expect(await store.tokens.revoke('alice')).toBeUndefined();

@@ -53,7 +53,10 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
 
   beforeEach(async () => {
     instance = await testStore.setup();
-    store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store);
+    // As main.ts opens it with tracing on: its group commits watched by the tracing.
+    store = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store, {
+      commits: tracing.commits,
+    });
     const view = storeTracer(store, tracing.tracer, system);
     traced = () => view(tracing.tracer.startSpan('request'));
     exporter.reset();
@@ -97,7 +100,9 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     await store.webhookEndpoints.create(ENDPOINT, { maxPerOwner: 3 });
     const outbox = [{ id: `msg_${'a'.repeat(32)}`, url: HOOK, payload: '{}' }];
     expect(
-      await Promise.all([store.create({ id: 1n, name: 'Fern' }, outbox, undefined, '{}')]),
+      await Promise.all([
+        store.create({ id: 1n, name: 'Fern' }, { outbox: { deliveries: outbox, endpointPayload: '{}' } }),
+      ]),
     ).toStrictEqual([1n]);
     expect(await finished()).toStrictEqual([]);
     const [hook] = await claimHook(store);
@@ -115,9 +120,18 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     const outbox = (n: number) => [{ id: `msg_${String(n).repeat(32)}`, url: HOOK, payload: `{"id":${n}}` }];
     // One batch: a traced create between two untraced ones.
     const versions = await Promise.all([
-      store.create({ id: 1n, name: 'Fern' }, outbox(1), undefined, '{"id":1}'),
-      traced().create({ id: 2n, name: 'Moss' }, outbox(2), undefined, '{"id":2}'),
-      store.create({ id: 3n, name: 'Ivy' }, outbox(3), undefined, '{"id":3}'),
+      store.create(
+        { id: 1n, name: 'Fern' },
+        { outbox: { deliveries: outbox(1), endpointPayload: '{"id":1}' } },
+      ),
+      traced().create(
+        { id: 2n, name: 'Moss' },
+        { outbox: { deliveries: outbox(2), endpointPayload: '{"id":2}' } },
+      ),
+      store.create(
+        { id: 3n, name: 'Ivy' },
+        { outbox: { deliveries: outbox(3), endpointPayload: '{"id":3}' } },
+      ),
     ]);
     expect(new Set(versions).size).toBe(3);
     for (const version of versions) expect(version).toBeTypeOf('bigint');
@@ -127,6 +141,24 @@ describe.each(testStores())('trace links through the $name store', (testStore) =
     const expected = { '{"id":1}': null, '{"id":2}': traceparent(create!), '{"id":3}': null };
     expect(byPayload(await claimHook(store))).toStrictEqual(expected);
     expect(byPayload(await claimEndpoint(store))).toStrictEqual(expected);
+  });
+
+  it('gives what an update and a delete fan out the traceparent of their own span', async () => {
+    const events: ('plant.updated' | 'plant.deleted')[] = ['plant.updated', 'plant.deleted'];
+    await store.webhookEndpoints.create({ ...ENDPOINT, events }, { maxPerOwner: 3 });
+    await store.create({ id: 1n, name: 'Fern' });
+    await traced().update({ id: 1n, name: 'Moss' });
+    await traced().delete(1n);
+    const spans = await finished();
+    const [update] = named(spans, 'update');
+    const [deleted] = named(spans, 'delete');
+    const claimed = await claimEndpoint(store);
+    expect(
+      Object.fromEntries(claimed.map((delivery) => [delivery.endpoint!.event, delivery.traceContext])),
+    ).toStrictEqual({
+      'plant.updated': traceparent(update!),
+      'plant.deleted': traceparent(deleted!),
+    });
   });
 
   it('gives a ping and a redelivery their own traceparent; an untraced redelivery keeps the last', async () => {

@@ -218,7 +218,9 @@ describe('the built service, started with `pnpm start` as the README says', { ti
       expect(created.stdout).toMatch(/9007199254740993\s+Monstera\s+aroid/);
       const got = await runShipped(`${PLANTS} get 9007199254740993 --json`, { env });
       expect(got).toMatchObject({ code: 0, stderr: '' });
-      expect(got.stdout).toMatch(/^\{"id":9007199254740993,"name":"Monstera","tag":"aroid","version":[1-9][0-9]*\}\n$/);
+      expect(got.stdout).toMatch(
+        /^\{"id":9007199254740993,"name":"Monstera","tag":"aroid","version":[1-9][0-9]*\}\n$/,
+      );
       const listed = await runShipped(`${PLANTS} list --limit 2 --json`, { env });
       expect(listed.code).toBe(0);
       expect(listed.stdout).toMatch(/^\{"plants":\[\{"id":/);

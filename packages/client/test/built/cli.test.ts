@@ -194,7 +194,7 @@ describe('plants usage and failures', () => {
       code: 2,
       stdout: '',
       stderr:
-        'plants: a bearer token is needed: set PLANTS_TOKEN (or pass --token).\nRun "plants --help" for usage.\n',
+        'plants: a bearer token is needed: set PLANTS_TOKEN (or pass --token), or run plants login.\nRun "plants --help" for usage.\n',
     });
   });
 

@@ -174,6 +174,7 @@ describe('the packed client, installed outside the workspace', () => {
       'eventsource',
       'eventsource-parser',
       'lossless-json',
+      'oauth4webapi',
       'superjson',
       'zod',
     ]);

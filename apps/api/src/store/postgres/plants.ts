@@ -1,9 +1,14 @@
 import type { NewPlant } from '@plant-store/schema';
-import { currentTraceparent } from '../../tracing/commit.ts';
 import { groupCommit } from '../group-commit.ts';
 import { plantChanges, serverPage } from '../plant-rows.ts';
 import { statements } from '../sql.ts';
-import { KeyClaimLostError, type NewDelivery, type PlantStore, StoreUnavailableError } from '../contract.ts';
+import {
+  type CommitObserver,
+  KeyClaimLostError,
+  type NewDelivery,
+  type PlantStore,
+  StoreUnavailableError,
+} from '../contract.ts';
 import type { connect } from './connection.ts';
 
 /** The channel every instance LISTENs on: a commit that appended events NOTIFYs it. */
@@ -102,6 +107,7 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
 export function postgresPlants(
   connection: ReturnType<typeof connect>,
   poolSize: number,
+  observer?: CommitObserver,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const { exec, call, db } = connection;
   const insert = async (batch: readonly PendingCreate[]) => {
@@ -133,20 +139,24 @@ export function postgresPlants(
         throw error;
       }
     },
-    { system: 'postgresql', concurrency: poolSize, max: MAX_BATCH },
+    { system: 'postgresql', concurrency: poolSize, max: MAX_BATCH, observer },
   );
 
   return {
-    create(plant, outbox = [], answer, endpointPayload) {
-      const traceContext = currentTraceparent();
+    create(plant, { outbox = {}, key, traceContext } = {}) {
+      const { deliveries: outboxRows = [], endpointPayload } = outbox;
       return call(async () => {
-        if (!answer)
+        if (!key)
           return new Promise<bigint | false>((resolve, reject) => {
-            const entry: PendingCreate = { plant, outbox, endpointPayload, resolve, reject };
+            const entry: PendingCreate = { plant, outbox: outboxRows, endpointPayload, resolve, reject };
             if (traceContext) entry.traceContext = traceContext;
             creates.push(entry);
           });
-        const params = { ...answer, ...creations([{ plant, outbox, endpointPayload, traceContext }]) };
+        const params = {
+          ...key,
+          body: key.body ?? null,
+          ...creations([{ plant, outbox: outboxRows, endpointPayload, traceContext }]),
+        };
         const [row] = (await exec<{ held: string; version: string | null }>(SQL.createKeyed, params)).rows;
         if (Number(row!.held) === 0) throw new KeyClaimLostError();
         return row!.version === null ? false : BigInt(row!.version);

@@ -2,7 +2,7 @@ import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { groupCommit } from '../group-commit.ts';
 import type { Db, Params, Result, Statement, Tx } from '../sql.ts';
-import { StoreUnavailableError } from '../contract.ts';
+import { type CommitObserver, StoreUnavailableError } from '../contract.ts';
 import { type Connection, executor } from './connection.ts';
 
 /** A group commit's transaction; `exec` runs a statement at once, for writes that need no await. */
@@ -21,7 +21,7 @@ type Write = {
  * answered once the log is fdatasync'd off the event loop; reads wait, so nobody sees what is not durable.
  * A failed COMMIT or sync is fatal: the kernel may drop the pages while a later sync succeeds.
  */
-export function sqliteCommit(db: Connection, path: string) {
+export function sqliteCommit(db: Connection, path: string, observer?: CommitObserver) {
   // SQLite keeps this inode as its log while the connection is open.
   const wal = openSync(`${path}-wal`, 'a', 0o600);
   // Make the migrations and the log's directory entry durable once (a fresh file may not be).
@@ -32,7 +32,7 @@ export function sqliteCommit(db: Connection, path: string) {
 
   const execute = executor(db);
   const [begin, commitTx, rollback] = ['BEGIN IMMEDIATE', 'COMMIT', 'ROLLBACK'].map((sql) => db.prepare(sql));
-  const writes = groupCommit(commit, { system: 'sqlite' });
+  const writes = groupCommit(commit, { system: 'sqlite', observer });
   let closing: Promise<void> | undefined;
   let fatal: StoreUnavailableError | undefined;
   let reportFailure: (error: Error) => void = () => {};

@@ -1,4 +1,9 @@
-import { type MigrateOptions, type MigrationDriver, type MigrationResult, migrate } from '../migration-runner.ts';
+import {
+  type MigrateOptions,
+  type MigrationDriver,
+  type MigrationResult,
+  migrate,
+} from '../migration-runner.ts';
 import { atomically, type Params, type Statement } from '../sql.ts';
 import { type Connection, executor, openDatabase } from './connection.ts';
 

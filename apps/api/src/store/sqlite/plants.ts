@@ -1,5 +1,4 @@
 import type { PlantWithId } from '@plant-store/schema';
-import { currentTraceparent } from '../../tracing/commit.ts';
 import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
 import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../contract.ts';
@@ -41,21 +40,21 @@ export function sqlitePlants(
   const pages = new Map(Object.values(PAGES).map((page) => [page, rowReader<shared.PlantRow>(prepare(page))]));
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
   return {
-    async create(plant, outbox = [], answer, endpointPayload) {
-      const traceContext = currentTraceparent();
+    async create(plant, { outbox = {}, key, traceContext } = {}) {
+      const { deliveries = [], endpointPayload } = outbox;
       // A keyed create is made only while its request holds the key (the write lock keeps it so).
       const created = await engine.transaction((tx) => {
-        if (answer && tx.exec(shared.SQL.hold, answer).rows.length === 0) return shared.CLAIM_LOST;
+        if (key && tx.exec(shared.SQL.hold, key).rows.length === 0) return shared.CLAIM_LOST;
         const { version } = tx.exec<{ version: bigint }>(SQL.version).rows[0]!;
         // Not `{ ...plant, version }`: Node 20 makes such a copy slowly, in the old generation.
         const row = { id: plant.id, name: plant.name, tag: plant.tag, version };
         if (tx.exec(SQL.insert, row).changes === 0) return false;
         tx.exec(SQL.created, row);
-        for (const delivery of outbox)
+        for (const delivery of deliveries)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
         if (endpointPayload !== undefined)
           tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
-        if (answer) tx.exec(shared.SQL.answer, Object.assign({}, answer, { version }));
+        if (key) tx.exec(shared.SQL.answer, Object.assign({}, key, { body: key.body ?? null, version }));
         return version;
       }, true);
       if (created === shared.CLAIM_LOST) throw new KeyClaimLostError();
