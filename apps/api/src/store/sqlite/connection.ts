@@ -42,9 +42,9 @@ function prepare(db: Connection, { sqlite }: Statement) {
 /**
  * A reader whose rows better-sqlite3 hands over as arrays (`raw()`), made objects keyed by the
  * statement's column names (`columns()`) by one function compiled for them: rows of one shape, made
- * in JavaScript. better-sqlite3's own objects cost a 100-plant page 3.3× its CPU (docs/architecture.md,
- * "Going around a library"); connection.test.ts fails, naming that rule, if `raw()` or `columns()`
- * stop giving what its objects hold.
+ * in JavaScript. better-sqlite3's own objects took twice as long to make a 100-plant page's rows
+ * (docs/architecture.md, "Going around a library"); test/in-process/sqlite-row-reader.test.ts
+ * fails, naming that rule, if `raw()` or `columns()` stop giving what its objects hold.
  */
 export function rowReader<R extends object>(statement: BetterSqlite3.Statement) {
   const fields = statement.columns().map(({ name }, i) => `${JSON.stringify(name)}: v[${i}]`);
