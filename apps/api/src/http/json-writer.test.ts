@@ -50,6 +50,35 @@ describe('writeJson', () => {
     );
   });
 
+  it('writes plants, and objects that resemble them, as lossless-json does', () => {
+    // Keys of the plant shape (and near misses) in any order, with values of the right type or not.
+    const key = fc.constantFrom('id', 'name', 'tag', 'version', 'ID', 'notes');
+    const member = fc.oneof(
+      text,
+      fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }),
+      fc.constant(undefined),
+      fc.integer(),
+    );
+    const plantLike = fc.oneof(
+      fc.record(
+        {
+          id: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+          name: text,
+          tag: text,
+          version: fc.bigInt(),
+        },
+        { requiredKeys: ['id', 'name', 'version'] },
+      ),
+      fc.array(fc.tuple(key, member), { maxLength: 5 }).map((entries) => Object.fromEntries(entries)),
+    );
+    fc.assert(
+      fc.property(fc.array(plantLike, { maxLength: 3 }), (plants) => {
+        expect(writeJson(plants), RULE).toBe(stringifyJson(plants));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('writes a page of plants as lossless-json does', () => {
     const page = {
       plants: [
