@@ -1,7 +1,7 @@
-import type { NewPlant } from '@plant-store/schema';
+import { type NewPlant, PLANT_FIELD_NAMES } from '@plant-store/schema';
 import { PlantStoreError } from './errors.ts';
 import type { Entry } from './plant-file.ts';
-import type { PlantReplacement } from './trpc-batch.ts';
+import { type PlantReplacement, replacementOf } from './trpc-batch.ts';
 
 /** A line that was not imported, and why. */
 export type Problem = { line: number; message: string };
@@ -25,7 +25,7 @@ export type ImportOptions = {
   createBatch(plants: NewPlant[]): Promise<PromiseSettledResult<unknown>[]>;
   /**
    * Given: a plant whose id exists (409) is updated in one more request to what its line says
-   * (name, and tag or none), and counts as updated instead of already present.
+   * (every field; an optional one it lacks is removed), and counts as updated instead of already present.
    */
   updateBatch?(plants: PlantReplacement[]): Promise<PromiseSettledResult<unknown>[]>;
   /** Calls per batch. */
@@ -88,7 +88,7 @@ export async function importPlants(
     const conflicts = count(batch, await createBatch(batch.map((entry) => entry.plant)), 'created');
     if (updateBatch === undefined || conflicts.length === 0) summary.present += conflicts.length;
     else {
-      const replacements = conflicts.map(({ plant: { id, name, tag } }) => ({ id, name, tag: tag ?? null }));
+      const replacements = conflicts.map(({ plant }) => replacementOf(plant));
       count(conflicts, await updateBatch(replacements), 'updated');
     }
     progress(batch.length);
@@ -134,11 +134,16 @@ export async function importPlants(
 }
 
 /**
- * An upper bound of the bytes one create adds to a batch body: its name and tag as JSON strings
+ * An upper bound of the bytes one create adds to a batch body: its fields as JSON strings
  * (UTF-8, escapes included), plus the id and superjson's wrapping
  * (`"0":{"json":{"id":"…","name":…,"tag":…},"meta":{"values":{"id":["bigint"]},"v":1}},`).
  */
-function encodedSize({ name, tag }: NewPlant): number {
-  const text = (value: string) => Buffer.byteLength(JSON.stringify(value));
-  return 120 + text(name) + (tag === undefined ? 0 : text(tag));
+function encodedSize(plant: NewPlant): number {
+  let size = 110;
+  for (const name of PLANT_FIELD_NAMES) {
+    const value = plant[name];
+    // The member's name, quotes and separators, and its value.
+    if (value !== undefined) size += name.length + 4 + Buffer.byteLength(JSON.stringify(value));
+  }
+  return size;
 }

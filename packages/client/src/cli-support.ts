@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '@plant-store/schema';
+import { FIELD_OPTIONS } from './cli-fields.ts';
 import { visible } from './terminal-text.ts';
 
 /** The exit statuses scripts can rely on. */
@@ -23,9 +24,7 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
   id: { type: 'string' },
-  name: { type: 'string' },
-  tag: { type: 'string' },
-  'clear-tag': { type: 'boolean' },
+  ...FIELD_OPTIONS,
   'if-match': { type: 'string' },
   'name-prefix': { type: 'string' },
   etag: { type: 'boolean' },

@@ -4,7 +4,11 @@ import {
   INTEGER_LITERAL,
   type NewPlant,
   NewPlantSchema,
+  PLANT_FIELD_NAMES,
+  PLANT_FIELDS,
+  type PlantFieldName,
   parseJson,
+  plantFieldsOf,
   stringifyJson,
 } from '@plant-store/schema';
 import { parse as parseCsv } from 'csv-parse';
@@ -21,7 +25,10 @@ export type Entry = { line: number } & ({ plant: NewPlant } | { problem: string 
 /** A file that cannot be read on (a CSV quote left open, a header without `id`). */
 export class PlantFileError extends Error {}
 
-const COLUMNS = ['id', 'name', 'tag'];
+/** A file's columns (CSV) or members (NDJSON): the id and every field of `PLANT_FIELDS`. */
+const COLUMNS: string[] = ['id', ...PLANT_FIELD_NAMES];
+const REQUIRED = COLUMNS.filter((name) => name === 'id' || PLANT_FIELDS[name as PlantFieldName].required);
+const OPTIONAL = COLUMNS.filter((name) => !REQUIRED.includes(name));
 
 /**
  * The records of an NDJSON or CSV file of plants, validated with `NewPlantSchema`, each with the
@@ -122,11 +129,11 @@ async function* readCsv(input: Readable): AsyncGenerator<Entry> {
 
 function checkHeader(header: string[]): string[] {
   const names = header.map((name) => name.trim());
-  const missing = ['id', 'name'].filter((name) => !names.includes(name));
+  const missing = REQUIRED.filter((name) => !names.includes(name));
   const unknown = names.filter((name) => !COLUMNS.includes(name));
   if (missing.length > 0 || unknown.length > 0 || new Set(names).size !== names.length) {
     throw new PlantFileError(
-      `the CSV header must name the columns id and name, and may name tag ("${header.join(',')}").`,
+      `the CSV header must name the columns ${REQUIRED.join(' and ')}, and may name ${OPTIONAL.join(' and ')} ("${header.join(',')}").`,
     );
   }
   return names;
@@ -161,14 +168,18 @@ export function formatPlants(
 ): string {
   if (format === 'ndjson') {
     return plants
-      .map(
-        ({ id, name, tag }) => `${visible(stringifyJson({ id, name, ...(tag !== undefined && { tag }) }))}\n`,
-      )
+      .map((plant) => `${visible(stringifyJson(Object.assign({ id: plant.id }, plantFieldsOf(plant))))}\n`)
       .join('');
   }
   const text = (value: string) => spreadsheetText(forTerminal ? visible(value) : value);
   return stringifyCsv(
-    plants.map(({ id, name, tag }) => [id, text(name), tag === undefined ? undefined : text(tag)]),
+    plants.map((plant) => [
+      plant.id,
+      ...PLANT_FIELD_NAMES.map((name) => {
+        const value = plant[name];
+        return value === undefined ? undefined : text(value);
+      }),
+    ]),
     { cast: { bigint: String }, quoted_match: /^$/ },
   );
 }

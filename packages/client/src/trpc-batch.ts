@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import superjson from 'superjson';
-import type { NewPlant } from '@plant-store/schema';
+import { type NewPlant, PLANT_FIELD_NAMES, type PlantFieldName, type PlantPatch } from '@plant-store/schema';
 import { answerTooLarge, MAX_ANSWER_BYTES, UnusableAnswerError } from './answer-read.ts';
 import type { Backoff, Reply } from './backoff.ts';
 import { failureReason, PlantStoreError } from './errors.ts';
@@ -23,8 +23,17 @@ type Item = {
 };
 type Answer = Reply & { statusText: string; text: string };
 
-/** A plant as an update makes it whole: its name, and its tag or none (`null` removes one). */
-export type PlantReplacement = { id: bigint; name: string; tag: string | null };
+/** A plant as an update makes it whole: every field, an absent optional one `null` (which removes it). */
+export type PlantReplacement = { id: bigint } & {
+  [K in PlantFieldName]-?: Exclude<PlantPatch[K], undefined>;
+};
+
+/** The replacement that makes a stored plant what `plant` says. */
+export function replacementOf(plant: NewPlant): PlantReplacement {
+  const replacement: Record<string, unknown> = { id: plant.id };
+  for (const name of PLANT_FIELD_NAMES) replacement[name] = plant[name] ?? null;
+  return replacement as PlantReplacement;
+}
 
 /**
  * Creates (`create`) or updates (`update`) plants with one tRPC batch request,

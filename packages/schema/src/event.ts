@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { stringifyJson } from './json.ts';
-import { PlantIdSchema, PlantWithIdSchema } from './plant.ts';
+import { PLANT_FIELD_NAMES, PlantIdSchema, PlantWithIdSchema } from './plant.ts';
 
 /** An event's position in the log: a signed 64-bit integer that only grows. */
 export const EventIdSchema = z
@@ -18,8 +18,8 @@ export const PlantCreatedEventSchema = z
   .object({ id: EventIdSchema, type: z.literal('plant.created'), createdAt: at, plant: PlantWithIdSchema })
   .meta({ id: 'PlantCreatedEvent' });
 
-/** The fields of a plant an update can change, in the order `changed` lists them. */
-export const PLANT_FIELDS = ['name', 'tag'] as const;
+/** What the document says of an update's `changed`. */
+export const CHANGED_DESCRIPTION = `The fields whose value changed, in the order ${PLANT_FIELD_NAMES.join(', ')} (never empty)`;
 
 /** A plant was updated: the plant after the change, and which fields changed. */
 export const PlantUpdatedEventSchema = z
@@ -28,9 +28,7 @@ export const PlantUpdatedEventSchema = z
     type: z.literal('plant.updated'),
     createdAt: at,
     plant: PlantWithIdSchema,
-    changed: z
-      .array(z.enum(PLANT_FIELDS))
-      .meta({ description: 'The fields whose value changed, in the order name, tag (never empty)' }),
+    changed: z.array(z.enum(PLANT_FIELD_NAMES)).meta({ description: CHANGED_DESCRIPTION }),
   })
   .meta({ id: 'PlantUpdatedEvent' });
 

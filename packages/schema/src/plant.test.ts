@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ApiErrorSchema } from './error.ts';
-import { MAX_NAME_LENGTH, MAX_TAG_LENGTH, NewPlantSchema, PlantSchema, PlantWithIdSchema } from './plant.ts';
+import {
+  MAX_NAME_LENGTH,
+  MAX_TAG_LENGTH,
+  NewPlantSchema,
+  PLANT_FIELD_NAMES,
+  PLANT_FIELDS,
+  PlantPatchSchema,
+  PlantSchema,
+  PlantWithIdSchema,
+  plantFieldsOf,
+} from './plant.ts';
 
 describe('NewPlantSchema', () => {
   it('accepts an int64 id over the whole range and strips unknown fields', () => {
@@ -36,8 +46,13 @@ describe('NewPlantSchema', () => {
 
 describe('PlantSchema and ApiErrorSchema', () => {
   it('have the spec fields', () => {
-    expect(Object.keys(PlantSchema.shape)).toEqual(['name', 'tag']);
-    expect(Object.keys(NewPlantSchema.shape)).toEqual(['id', 'name', 'tag']);
+    // The spec's fields, name (required) and tag, lead the table; any field added follows them.
+    expect(PLANT_FIELD_NAMES.slice(0, 2)).toEqual(['name', 'tag']);
+    expect([PLANT_FIELDS.name.required, PLANT_FIELDS.tag.required]).toEqual([true, false]);
+    expect(Object.keys(PlantSchema.shape)).toEqual(PLANT_FIELD_NAMES);
+    expect(Object.keys(NewPlantSchema.shape)).toEqual(['id', ...PLANT_FIELD_NAMES]);
+    expect(Object.keys(PlantWithIdSchema.shape)).toEqual(['id', ...PLANT_FIELD_NAMES, 'version']);
+    expect(Object.keys(PlantPatchSchema.shape)).toEqual(['id', ...PLANT_FIELD_NAMES]);
     expect(ApiErrorSchema.parse({ error: 400, message: 'x' })).toEqual({ error: 400, message: 'x' });
     expect(ApiErrorSchema.safeParse({ error: 2 ** 31, message: 'x' }).success).toBe(false);
   });
@@ -88,5 +103,16 @@ describe('text length', () => {
   it('does not limit what a store answers: it may hold plants from before the limits', () => {
     const stored = { id: 1n, name: 'x'.repeat(60_000), tag: 'y'.repeat(1_000), version: 0n };
     expect(PlantWithIdSchema.parse(stored)).toEqual(stored);
+  });
+});
+
+describe('plantFieldsOf', () => {
+  it('gives the fields in the table’s order, a new object without absent (undefined or null) ones', () => {
+    const source = { tag: 'aroid', extra: 1, name: 'Fern', id: 1n };
+    const fields = plantFieldsOf(source);
+    expect(JSON.stringify(fields)).toBe('{"name":"Fern","tag":"aroid"}');
+    expect(fields).not.toBe(source);
+    expect(plantFieldsOf({ name: 'Fern', tag: null })).toStrictEqual({ name: 'Fern' });
+    expect(plantFieldsOf({ name: 'Fern', tag: '' })).toStrictEqual({ name: 'Fern', tag: '' });
   });
 });

@@ -34,22 +34,113 @@ const text = (error: typeof requiredString | string, maxLength?: number) => {
 const TEXT_DESCRIPTION = 'Unicode text without NUL (U+0000).';
 
 /**
- * `name` may be empty in 1.x: the 1.0.0 contract accepts `""`, and refusing it would break a client
- * that follows it. To be refused from 2.0.0 (`minLength: 1`).
+ * How a plant's field is described in `PLANT_FIELDS`. Every field is text (`text`: Unicode without
+ * NUL, limited to `maxLength` characters when a client sends it, unlimited when read back), and its
+ * UTF-8 bytes count towards a page's byte budget (`PAGE_BUDGET_BYTES` in the api).
  */
-const NAME_DESCRIPTION = `The name of the plant. ${TEXT_DESCRIPTION} An empty name is accepted in 1.x and will be refused from 2.0.0`;
+export type PlantFieldSpec = {
+  /** Required in `NewPlant` and always stored; an optional field may be absent (SQL NULL), and a patch's `null` removes it. */
+  required: boolean;
+  /** Its column in `plants` and in `plant_events` (add one with `plantFieldMigration` in the api). */
+  column: string;
+  /** The most characters a client may send. */
+  maxLength: number;
+  /** What it holds, as the document says of a stored plant's field. */
+  about: string;
+  /** What the document adds for the field a client sends, after `TEXT_DESCRIPTION`. */
+  note?: string;
+  /** Its label in the console's forms and table. */
+  label: string;
+};
+
+/**
+ * The one description of a plant's fields, in the order bodies, columns and files list them: the
+ * schemas below, the stores' columns and rows, the writers and readers of every format, the CLI's
+ * options and the console's forms all derive from it. A new field is a line here and a migration.
+ */
+export const PLANT_FIELDS = {
+  // May be empty in 1.x: the 1.0.0 contract accepts `""`, and refusing it would break a client that
+  // follows it. To be refused from 2.0.0 (`minLength: 1`).
+  name: {
+    required: true,
+    column: 'name',
+    maxLength: MAX_NAME_LENGTH,
+    about: 'The name of the plant',
+    note: ' An empty name is accepted in 1.x and will be refused from 2.0.0',
+    label: 'Name',
+  },
+  tag: {
+    required: false,
+    column: 'tag',
+    maxLength: MAX_TAG_LENGTH,
+    about: 'Tag that specifies the type of plant',
+    label: 'Tag',
+  },
+} as const satisfies Record<string, PlantFieldSpec>;
+
+type Fields = typeof PLANT_FIELDS;
+/** The name of a plant's field: a key of `PLANT_FIELDS`. */
+export type PlantFieldName = keyof Fields;
+/** The fields in their order (the order an update's `changed` lists them). */
+export const PLANT_FIELD_NAMES = Object.keys(PLANT_FIELDS) as PlantFieldName[];
+/** The fields a plant may lack (a patch's `null` removes one). */
+export type OptionalPlantFieldName = {
+  [K in PlantFieldName]: Fields[K]['required'] extends true ? never : K;
+}[PlantFieldName];
+const fieldsOf = <S>(make: (name: PlantFieldName, spec: PlantFieldSpec) => z.ZodType) =>
+  Object.fromEntries(PLANT_FIELD_NAMES.map((name) => [name, make(name, PLANT_FIELDS[name])])) as S;
+
+type Text = ReturnType<typeof text>;
+type Maybe<K extends PlantFieldName, T extends z.ZodType> = Fields[K]['required'] extends true
+  ? T
+  : z.ZodOptional<T>;
+
+/** The fields as a client sends them (`Plant`, `NewPlant`): with their limits. */
+const sentFields = fieldsOf<{ [K in PlantFieldName]: Maybe<K, Text> }>((_, spec) => {
+  const description = `${spec.about}. ${TEXT_DESCRIPTION}${spec.note ?? ''}`;
+  return spec.required
+    ? text(requiredString, spec.maxLength).meta({ description })
+    : text('must be a string', spec.maxLength).optional().meta({ description });
+});
+
+/** The fields as a store answers them (`PlantWithId`): no limits (see `PlantWithIdSchema`). */
+const storedFields = fieldsOf<{ [K in PlantFieldName]: Maybe<K, Text> }>((_, spec) =>
+  spec.required
+    ? text(requiredString).meta({ description: spec.about })
+    : text('must be a string').optional().meta({ description: spec.about }),
+);
+
+/** The fields of a patch: each may be left out; an optional one may be `null` to remove it. */
+const patchFields = fieldsOf<{
+  [K in PlantFieldName]: Fields[K]['required'] extends true
+    ? z.ZodOptional<Text>
+    : z.ZodOptional<z.ZodNullable<Text>>;
+}>((name, spec) =>
+  spec.required
+    ? (sentFields[name] as Text).optional()
+    : text('must be a string or null', spec.maxLength)
+        .nullable()
+        .optional()
+        .meta({ description: `The new ${name}, or null to remove it` }),
+);
 
 /** A plant as the store answers it: the spec's `Plant`. */
-export const PlantSchema = z
-  .object({
-    name: text(requiredString, MAX_NAME_LENGTH).meta({ description: NAME_DESCRIPTION }),
-    tag: text('must be a string', MAX_TAG_LENGTH)
-      .optional()
-      .meta({ description: `Tag that specifies the type of plant. ${TEXT_DESCRIPTION}` }),
-  })
-  .meta({ id: 'Plant' });
+export const PlantSchema = z.object(sentFields).meta({ id: 'Plant' });
 
 export type Plant = z.infer<typeof PlantSchema>;
+
+/**
+ * The fields of `source` a plant has, in `PLANT_FIELDS`' order, in a new object: an absent field
+ * (`undefined`, or SQL's `NULL`) is left out, never sent as `null`.
+ */
+export function plantFieldsOf(source: { [K in PlantFieldName]?: string | null | undefined }): Plant {
+  const fields: Record<string, string> = {};
+  for (const name of PLANT_FIELD_NAMES) {
+    const value = source[name];
+    if (value !== undefined && value !== null) fields[name] = value;
+  }
+  return fields as Plant;
+}
 
 /** Identification number of a plant: a signed 64-bit integer, held as a `bigint` so no id is ever rounded. */
 export const PlantIdSchema = z
@@ -65,14 +156,7 @@ export type PlantId = z.infer<typeof PlantIdSchema>;
 
 /** The body that creates a plant: the spec's `NewPlant` (every field of `Plant`, plus `id`). */
 export const NewPlantSchema = z
-  .object(
-    {
-      id: PlantIdSchema,
-      name: PlantSchema.shape.name,
-      tag: PlantSchema.shape.tag,
-    },
-    { error: 'must be a JSON object' },
-  )
+  .object({ id: PlantIdSchema, ...sentFields }, { error: 'must be a JSON object' })
   .meta({ id: 'NewPlant' });
 
 export type NewPlant = z.infer<typeof NewPlantSchema>;
@@ -104,8 +188,7 @@ export type PlantVersion = z.infer<typeof PlantVersionSchema>;
 export const PlantWithIdSchema = z
   .object({
     id: PlantIdSchema,
-    name: text(requiredString).meta({ description: 'The name of the plant' }),
-    tag: text('must be a string').optional().meta({ description: 'Tag that specifies the type of plant' }),
+    ...storedFields,
     version: PlantVersionSchema,
   })
   .meta({ id: 'PlantWithId' });
@@ -162,11 +245,7 @@ export const PlantPatchSchema = z
       id: PlantIdSchema.optional().meta({
         description: 'The plant’s id, if sent: must be the one in the path',
       }),
-      name: PlantSchema.shape.name.optional(),
-      tag: text('must be a string or null', MAX_TAG_LENGTH)
-        .nullable()
-        .optional()
-        .meta({ description: 'The new tag, or null to remove it' }),
+      ...patchFields,
     },
     { error: 'must be a JSON object' },
   )
@@ -181,8 +260,7 @@ export type PlantPatch = z.infer<typeof PlantPatchSchema>;
 export const UpdatePlantInputSchema = z.object(
   {
     id: PlantIdInPathSchema,
-    name: PlantPatchSchema.shape.name,
-    tag: PlantPatchSchema.shape.tag,
+    ...patchFields,
     expectedVersion: PlantVersionSchema.optional().meta({
       description: 'Change the plant only if this is its version (otherwise 412 / PRECONDITION_FAILED)',
     }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { PLANT_FIELDS } from './event.ts';
-import { PlantIdSchema, PlantWithIdSchema } from './plant.ts';
+import { CHANGED_DESCRIPTION } from './event.ts';
+import { PLANT_FIELD_NAMES, PlantIdSchema, PlantWithIdSchema } from './plant.ts';
 import { WebhookEndpointIdSchema } from './webhook-endpoint.ts';
 
 /**
@@ -10,18 +10,13 @@ import { WebhookEndpointIdSchema } from './webhook-endpoint.ts';
 
 /** `plant.updated`: the plant after the change (`PlantWithId`), and which fields changed. */
 export const PlantUpdatedWebhookSchema = PlantWithIdSchema.extend({
-  changed: z
-    .array(z.enum(PLANT_FIELDS))
-    .min(1)
-    .meta({ description: 'The fields whose value changed, in the order name, tag (never empty)' }),
+  changed: z.array(z.enum(PLANT_FIELD_NAMES)).min(1).meta({ description: CHANGED_DESCRIPTION }),
 }).meta({ id: 'PlantUpdatedWebhook' });
 
 export type PlantUpdatedWebhook = z.infer<typeof PlantUpdatedWebhookSchema>;
 
 /** `plant.deleted`: the id of the plant that was deleted. */
-export const PlantDeletedWebhookSchema = z
-  .object({ id: PlantIdSchema })
-  .meta({ id: 'PlantDeletedWebhook' });
+export const PlantDeletedWebhookSchema = z.object({ id: PlantIdSchema }).meta({ id: 'PlantDeletedWebhook' });
 
 export type PlantDeletedWebhook = z.infer<typeof PlantDeletedWebhookSchema>;
 

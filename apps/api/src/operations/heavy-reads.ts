@@ -1,6 +1,7 @@
 import type { PlantWithId } from '@plant-store/schema';
 import { RequestError } from '../errors.ts';
-import { PAGE_BUDGET_BYTES, textBytes } from '../store/contract.ts';
+import { PAGE_BUDGET_BYTES } from '../store/contract.ts';
+import { textBytes } from '../store/plant-columns.ts';
 
 /**
  * Requests reading pages of plants (`GET /plants`, `plants.list`) that one app serves at once,

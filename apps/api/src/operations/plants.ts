@@ -8,7 +8,7 @@ import {
   PlantWithIdSchema,
   type PlantWithId,
   UpdatePlantInputSchema,
-  withTag,
+  plantFieldsOf,
 } from '@plant-store/schema';
 import { z } from 'zod';
 import { expectedOf, IfMatchHeaders, staleVersion } from './conditions.ts';
@@ -71,7 +71,7 @@ export const createPlant = defineOperation({
   idempotencyKey: true,
   async run(ctx, plant) {
     const { store, webhooks } = ctx;
-    const answer = withTag({ name: plant.name }, plant.tag);
+    const answer = plantFieldsOf(plant);
     // Every registered endpoint gets the payload operator subscribers get (fanned out in the store).
     const endpointPayload = newPlantPayload(plant);
     const outbox = { deliveries: webhooks.deliveriesFor(plant, endpointPayload), endpointPayload };
@@ -195,11 +195,12 @@ export const updatePlant = defineOperation({
   body: PlantPatchSchema,
   output: PlantWithIdSchema,
   idempotencyKey: true,
-  async run(ctx, { id, name, tag, expectedVersion }): Promise<PlantWithId> {
+  async run(ctx, { expectedVersion, ...change }): Promise<PlantWithId> {
+    const { id } = change;
     const expected = expectedOf(ctx.request.ifMatch, expectedVersion);
     const outcome = await storeCall(() =>
       // The answer kept with the key is the plant the update leaves (`KeyRecord`).
-      ctx.store.update({ id, name, tag }, { expected, key: keyRecord(ctx, 200) }),
+      ctx.store.update(change, { expected, key: keyRecord(ctx, 200) }),
     );
     if (outcome === undefined) noSuchPlant(id);
     if ('stale' in outcome) throw staleVersion(id, outcome.stale);

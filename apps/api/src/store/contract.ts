@@ -1,8 +1,9 @@
 import type {
   NewPlant,
-  PLANT_FIELDS,
   PlantEventType,
+  PlantFieldName,
   PlantWithId,
+  UpdatePlantInput,
   WebhookDelivery,
   WebhookEndpoint,
 } from '@plant-store/schema';
@@ -131,15 +132,13 @@ export type ListOptions = {
 };
 /** One page of `list`; `more`: plants with greater ids remain. */
 export type PlantPage = { plants: PlantWithId[]; more: boolean };
-/** UTF-8 bytes of name and tag one page of `list` holds at most: old or SQL-written rows can be megabytes. */
+/** UTF-8 bytes of plant fields (`textBytes`) one page of `list` holds at most: old or SQL-written rows can be megabytes. */
 export const PAGE_BUDGET_BYTES = 1024 * 1024;
-export function textBytes(plant: { name: string; tag?: string | null }): number {
-  return Buffer.byteLength(plant.name) + (plant.tag ? Buffer.byteLength(plant.tag) : 0);
-}
 
-export type PlantField = (typeof PLANT_FIELDS)[number];
-/** What an update sets: the members present; `tag: null` removes the tag. */
-export type PlantChange = { id: bigint; name?: string | undefined; tag?: string | null | undefined };
+/** A field of `PLANT_FIELDS`. */
+export type PlantField = PlantFieldName;
+/** What an update sets: the whole change, every field present set; an optional field's `null` removes it. */
+export type PlantChange = Omit<UpdatePlantInput, 'expectedVersion'>;
 /** The plant after an update and the fields it changed (none: no-op), or the version failing `expected`. */
 export type UpdateOutcome = { plant: PlantWithId; changed: PlantField[] } | { stale: bigint };
 

@@ -1,27 +1,23 @@
-import { toPlant } from './plant-rows.ts';
+import { FIELD_COLUMNS, type PlantRow, toPlant } from './plant-columns.ts';
+import type { PlantFieldName } from '@plant-store/schema';
 import { type Db, type Params, type Statement, statements, type Time, toDate } from './sql.ts';
 import type { EventLog, Prune, StoredEvent, Watch } from './contract.ts';
 
-type EventRow = Pick<StoredEvent, 'id' | 'type'> & {
-  plant_id: bigint;
-  name: string | null;
-  tag: string | null;
-  changed: string | null;
-};
+type EventRow = Pick<StoredEvent, 'id' | 'type'> &
+  Omit<PlantRow, 'id' | 'version'> & { plant_id: bigint; changed: string | null };
 
 /** A created or updated plant's version is its event's id; a deletion keeps only the plant's id. */
 function toEvent(row: EventRow & { created_at: Time }): StoredEvent {
   const { id, type, plant_id } = row;
   const createdAt = toDate(row.created_at);
   if (type === 'plant.deleted') return { id, type, plant: { id: plant_id }, createdAt };
-  const plant = toPlant({ id: plant_id, name: row.name!, tag: row.tag, version: id });
+  const plant = toPlant(Object.assign({}, row, { id: plant_id, version: id }));
   if (type === 'plant.created') return { id, type, plant, createdAt };
-  return { id, type, plant, changed: row.changed!.split(',') as ('name' | 'tag')[], createdAt };
+  return { id, type, plant, changed: row.changed!.split(',') as PlantFieldName[], createdAt };
 }
 
 const SQL = statements('events', {
-  after:
-    'SELECT id, type, plant_id, name, tag, changed, created_at FROM plant_events WHERE id > @after ORDER BY id LIMIT @limit',
+  after: `SELECT id, type, plant_id, ${FIELD_COLUMNS}, changed, created_at FROM plant_events WHERE id > @after ORDER BY id LIMIT @limit`,
   // Not max(id) alone: pruning every event must not move the head back.
   head: `SELECT coalesce((SELECT max(id) FROM plant_events WHERE id > pruned_through), pruned_through) AS n
     FROM event_log WHERE id = 1`,

@@ -1,3 +1,4 @@
+import { PLANT_FIELDS, type PlantFieldName } from '@plant-store/schema';
 import type { Dialect } from './sql.ts';
 
 /** SQL for both dialects, or a function of the dialect where the two really differ. */
@@ -291,6 +292,24 @@ function widenCheck(dialect: Dialect, table: string, column: string, values: str
       ALTER TABLE ${table} DROP COLUMN ${column};
       ALTER TABLE ${table} ADD COLUMN ${column} TEXT NOT NULL DEFAULT 'plant.created' ${check};
       UPDATE ${table} SET ${column} = moved; ALTER TABLE ${table} DROP COLUMN moved;`;
+}
+
+/**
+ * The migration that adds the optional field `name` of `PLANT_FIELDS`: its column in `plants` and in
+ * `plant_events`, the same in both dialects (rows stored before it have none). Append it to
+ * `migrations` with the next version number, such as `plantFieldMigration(16, 'notes')`.
+ */
+export function plantFieldMigration(version: number, name: PlantFieldName): Migration {
+  const { column, required } = PLANT_FIELDS[name] as { column: string; required: boolean };
+  // Rows stored before the field would break "required": such a field needs a default, written by hand.
+  if (required) throw new Error(`plantFieldMigration adds optional fields only (${name} is required)`);
+  const tables = ['plants', 'plant_events'];
+  return {
+    version,
+    name: `add the plant field ${name}`,
+    up: tables.map((table) => `ALTER TABLE ${table} ADD COLUMN ${column} TEXT;`).join(' '),
+    down: tables.map((table) => `ALTER TABLE ${table} DROP COLUMN ${column};`).join(' '),
+  };
 }
 
 export const LATEST_VERSION = migrations.at(-1)!.version;

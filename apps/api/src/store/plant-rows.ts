@@ -1,8 +1,6 @@
 import {
-  PLANT_FIELDS,
   type PlantDeletedWebhook,
   type PlantUpdatedWebhook,
-  type PlantWithId,
   stringifyJson,
 } from '@plant-store/schema';
 import { type Db, statements, type Tx } from './sql.ts';
@@ -13,13 +11,18 @@ import {
   KeyClaimLostError,
   type ListOptions,
   PAGE_BUDGET_BYTES,
-  type PlantField,
   type PlantStore,
 } from './contract.ts';
-export type PlantRow = { id: bigint; name: string; tag: string | null; version: bigint };
-export function toPlant({ id, name, tag, version }: PlantRow): PlantWithId {
-  return tag === null ? { id, name, version } : { id, name, tag, version };
-}
+import {
+  applyChange,
+  FIELD_ASSIGNMENTS,
+  FIELD_BYTES,
+  FIELD_COLUMNS,
+  FIELD_PARAMS,
+  PLANT_COLUMNS,
+  type PlantRow,
+  toPlant,
+} from './plant-columns.ts';
 
 export type Filter = 'tag' | 'prefix' | 'both';
 export function filterOf({ tag, namePrefix }: ListOptions): Filter | undefined {
@@ -32,22 +35,22 @@ const TAG = 'tag = @tag';
 const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
 /** The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag). */
-export const filtered = (filter?: Filter) => `SELECT id, name, tag, version FROM plants
+export const filtered = (filter?: Filter) => `SELECT ${PLANT_COLUMNS} FROM plants
   WHERE ${where(filter)} ORDER BY id LIMIT @limit`;
 export const where = (filter?: Filter) => `${filter ? `${WHERE[filter]} AND ` : ''}id >= @from`;
 const WHERE: Record<Filter, string> = { tag: TAG, prefix: PREFIX, both: `${TAG} AND ${PREFIX}` };
 
 /** Of the `@limit` plants of `where`, those within `@maxBytes` (and the first); `candidates`: how many. */
-const page = (where: string) => `SELECT id, name, tag, version, candidates FROM (
-    SELECT id, name, tag, version, count(*) OVER () AS candidates, row_number() OVER running AS n,
-      sum(octet_length(name) + coalesce(octet_length(tag), 0)) OVER running AS bytes
+const page = (where: string) => `SELECT ${PLANT_COLUMNS}, candidates FROM (
+    SELECT ${PLANT_COLUMNS}, count(*) OVER () AS candidates, row_number() OVER running AS n,
+      sum(${FIELD_BYTES}) OVER running AS bytes
     FROM (${where}) AS page
     WINDOW running AS (ORDER BY id ROWS UNBOUNDED PRECEDING)
   ) AS sized
   WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`;
 
 export const SQL = statements('plants', {
-  get: 'SELECT id, name, tag, version FROM plants WHERE id = @id',
+  get: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id = @id`,
   'page.all': page(filtered()),
   'page.tag': page(filtered('tag')),
   'page.prefix': page(filtered('prefix')),
@@ -58,10 +61,10 @@ export const SQL = statements('plants', {
   answer:
     'UPDATE idempotency_keys SET status = @status, body = @body, version = @version WHERE token_name = @tokenName AND key = @key',
   // Locks the plant's row (PostgreSQL) before the events lock, the order creates and deletes take them in.
-  lock: 'SELECT id, name, tag, version FROM plants WHERE id = @id {for update}',
-  updated: `INSERT INTO plant_events (type, plant_id, name, tag, changed, created_at)
-    VALUES ('plant.updated', @id, @name, @tag, @changed, {now}) RETURNING id`,
-  set: 'UPDATE plants SET name = @name, tag = @tag, version = @version WHERE id = @id',
+  lock: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id = @id {for update}`,
+  updated: `INSERT INTO plant_events (type, plant_id, ${FIELD_COLUMNS}, changed, created_at)
+    VALUES ('plant.updated', @id, ${FIELD_PARAMS}, @changed, {now}) RETURNING id`,
+  set: `UPDATE plants SET ${FIELD_ASSIGNMENTS}, version = @version WHERE id = @id`,
   delete: 'DELETE FROM plants WHERE id = @id',
   deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
   // A delivery of `@payload` to each enabled endpoint that chose `@event`, as this transaction sees them.
@@ -110,17 +113,13 @@ export function plantChanges({
   const lock = async (tx: Tx, id: bigint) => (await tx.run<PlantRow>(SQL.lock, { id })).rows[0];
 
   return {
-    update: ({ id, ...change }, { expected, key, traceContext }: ChangeOptions = {}) =>
+    update: (change, { expected, key, traceContext }: ChangeOptions = {}) =>
       keyed(key, async (tx) => {
-        const row = await lock(tx, id);
+        const row = await lock(tx, change.id);
         if (row === undefined) return undefined;
         if (!meets(expected, row.version)) return { stale: row.version };
-        const next = {
-          id,
-          name: change.name ?? row.name,
-          tag: change.tag === undefined ? row.tag : change.tag,
-        };
-        const changed: PlantField[] = PLANT_FIELDS.filter((field) => next[field] !== row[field]);
+        // The whole change: every field of the table, so none is dropped on the way.
+        const { next, changed } = applyChange(row, change);
         let plant = toPlant(row);
         if (changed.length > 0) {
           await lockEvents(tx);

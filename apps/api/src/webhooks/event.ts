@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type NewPlant, stringifyJson, withTag } from '@plant-store/schema';
+import { type NewPlant, plantFieldsOf, stringifyJson } from '@plant-store/schema';
 import type { NewDelivery } from '../store/contract.ts';
 
 /** The new-plant webhook's subscribers, as the create operation sees them. */
@@ -24,8 +24,8 @@ export function newPlantWebhook(urls: readonly string[] = []): NewPlantWebhook {
 }
 
 /** The new-plant webhook's body: the `NewPlant` that was added, its id an exact JSON integer. */
-export function newPlantPayload({ id, name, tag }: NewPlant): string {
-  return stringifyJson(withTag({ id, name }, tag));
+export function newPlantPayload(plant: NewPlant): string {
+  return stringifyJson(Object.assign({ id: plant.id }, plantFieldsOf(plant)));
 }
 
 /**

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { PLANT_FIELD_NAMES, PLANT_FIELDS } from '@plant-store/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiOnStore } from '../support/api-on-store.ts';
 import { JSON_HEADERS, send, TOKEN } from '../support/http.ts';
@@ -74,20 +75,21 @@ describe('GET /openapi.json', () => {
   });
 
   it('describes Plant, NewPlant and Error with the spec fields, types and formats', () => {
+    // Every field of the table, as the spec has name and tag: text, with its length limit.
+    const properties = Object.fromEntries(
+      PLANT_FIELD_NAMES.map((name) => [name, { type: 'string', maxLength: PLANT_FIELDS[name].maxLength }]),
+    );
+    const required = PLANT_FIELD_NAMES.filter((name) => PLANT_FIELDS[name].required);
+    expect(properties).toMatchObject({
+      name: { type: 'string', maxLength: 200 },
+      tag: { type: 'string', maxLength: 100 },
+    });
     expect(doc.components.schemas).toMatchObject({
-      Plant: {
-        type: 'object',
-        required: ['name'],
-        properties: { name: { type: 'string', maxLength: 200 }, tag: { type: 'string', maxLength: 100 } },
-      },
+      Plant: { type: 'object', required, properties },
       NewPlant: {
         type: 'object',
-        required: ['id', 'name'],
-        properties: {
-          id: { type: 'integer', format: 'int64' },
-          name: { type: 'string', maxLength: 200 },
-          tag: { type: 'string', maxLength: 100 },
-        },
+        required: ['id', ...required],
+        properties: { id: { type: 'integer', format: 'int64' }, ...properties },
       },
       Error: {
         type: 'object',

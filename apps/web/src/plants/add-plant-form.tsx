@@ -1,14 +1,12 @@
-import type { NewPlant } from '@plant-store/schema';
+import { type NewPlant, PLANT_FIELD_NAMES, PLANT_FIELDS } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { describeFailure } from '../failure.ts';
 import type { PlantsClient } from '../trpc.ts';
 import { UserText } from '../user-text.tsx';
 import type { LiveChange } from './merge-live.ts';
-import { type NewPlantFields, parseNewPlant } from './new-plant.ts';
+import { EMPTY_NEW_PLANT as EMPTY, parseNewPlant } from './new-plant.ts';
 import { useTextFields } from './text-field.tsx';
-
-const EMPTY: NewPlantFields = { id: '', name: '', tag: '' };
 
 type Props = {
   client: PlantsClient;
@@ -19,11 +17,14 @@ type Props = {
 };
 
 /**
- * `ID`, `Name`, `Tag` and `Add plant`. The form is checked with the api's own schema before
+ * `ID`, a field per plant field (`Name`, `Tag`) and `Add plant`. The form is checked with the api's own schema before
  * anything is sent; a refusal from the api is shown beside the field it concerns (an id that
  * already exists, 409) or under the form. Focus goes to the first field to fix, or back to `ID`
  * for the next plant.
  */
+/** An optional field says so in a hint. */
+const hinted = (name: keyof typeof PLANT_FIELDS) => !PLANT_FIELDS[name].required;
+
 export function AddPlantForm({ client, onAdded, announce }: Props) {
   const { fields, setFields, refuse, focus, field } = useTextFields('new-plant', EMPTY);
   const [formError, setFormError] = useState<ReactNode>();
@@ -76,13 +77,22 @@ export function AddPlantForm({ client, onAdded, announce }: Props) {
         <div className="fields">
           {/* Text, not type=number: a number input would round ids beyond 2^53. */}
           {field('id', 'ID', { inputMode: 'numeric', 'aria-describedby': 'new-plant-id-hint' })}
-          {field('name', 'Name', {})}
-          {field('tag', 'Tag', { 'aria-describedby': 'new-plant-tag-hint' })}
+          {PLANT_FIELD_NAMES.map((name) =>
+            field(
+              name,
+              PLANT_FIELDS[name].label,
+              hinted(name) ? { 'aria-describedby': `new-plant-${name}-hint` } : {},
+            ),
+          )}
           <button type="submit">Add plant</button>
         </div>
         <p className="hint">
           <span id="new-plant-id-hint">ID: an integer (64-bit). </span>
-          <span id="new-plant-tag-hint">Tag: optional.</span>
+          {PLANT_FIELD_NAMES.filter(hinted).map((name) => (
+            <span key={name} id={`new-plant-${name}-hint`}>
+              {PLANT_FIELDS[name].label}: optional.
+            </span>
+          ))}
         </p>
         {formError !== undefined && (
           <p role="alert" className="error">

@@ -1,4 +1,4 @@
-import type { PlantWithId } from '@plant-store/schema';
+import { PLANT_FIELD_NAMES, PLANT_FIELDS, type PlantWithId } from '@plant-store/schema';
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useRef, useState } from 'react';
 import { describeFailure } from '../failure.ts';
@@ -31,10 +31,10 @@ type Conflict = { change: PlantChange; current: PlantWithId };
  * change for that version. A change by someone else while the form is open is shown as it comes.
  */
 export function EditDialog({ client, plant, latest, onClose, onSaved, announce }: Props) {
-  const { fields, reset, refuse, focus, field } = useTextFields<keyof EditFields>('edit-plant', {
-    name: '',
-    tag: '',
-  });
+  const { fields, reset, refuse, focus, field } = useTextFields<keyof EditFields>(
+    'edit-plant',
+    editFields(undefined),
+  );
   const [formError, setFormError] = useState<ReactNode>();
   const [conflict, setConflict] = useState<Conflict>();
   const applyAgain = useRef<HTMLButtonElement>(null);
@@ -120,12 +120,19 @@ export function EditDialog({ client, plant, latest, onClose, onSaved, announce }
       {plant === undefined ? null : conflict === undefined ? (
         <form onSubmit={submit} noValidate>
           <div className="fields">
-            {field('name', 'Name')}
-            {field('tag', 'Tag', { 'aria-describedby': 'edit-plant-tag-hint' })}
+            {PLANT_FIELD_NAMES.map((name) =>
+              field(
+                name,
+                PLANT_FIELDS[name].label,
+                PLANT_FIELDS[name].required ? {} : { 'aria-describedby': `edit-plant-${name}-hint` },
+              ),
+            )}
           </div>
-          <p className="hint" id="edit-plant-tag-hint">
-            Tag: empty removes it.
-          </p>
+          {PLANT_FIELD_NAMES.filter((name) => !PLANT_FIELDS[name].required).map((name) => (
+            <p key={name} className="hint" id={`edit-plant-${name}-hint`}>
+              {PLANT_FIELDS[name].label}: empty removes it.
+            </p>
+          ))}
           <div className="dialog-buttons">
             {cancel}
             <button type="submit" disabled={save.isPending}>

@@ -1,8 +1,23 @@
-import { INTEGER_LITERAL, type NewPlant, NewPlantSchema } from '@plant-store/schema';
+import {
+  INTEGER_LITERAL,
+  type NewPlant,
+  NewPlantSchema,
+  PLANT_FIELD_NAMES,
+  type PlantFieldName,
+} from '@plant-store/schema';
 import type { z } from 'zod';
 
-/** The add form's fields, as typed. */
-export type NewPlantFields = { id: string; name: string; tag: string };
+/** The add form's fields, as typed: the id and every field of `PLANT_FIELDS`. */
+export type NewPlantFields = { id: string } & Record<PlantFieldName, string>;
+
+/** The add form, empty. */
+export const EMPTY_NEW_PLANT = Object.fromEntries(
+  ['id', ...PLANT_FIELD_NAMES].map((name) => [name, '']),
+) as NewPlantFields;
+
+/** A form's text as a field's value: an empty field is absent. */
+export const valuesOf = (fields: Record<PlantFieldName, string>) =>
+  Object.fromEntries(PLANT_FIELD_NAMES.map((name) => [name, fields[name] === '' ? undefined : fields[name]]));
 
 /** A message per field that failed, worded as the api words it ("name is required"). */
 export type FieldErrors<F extends string = keyof NewPlantFields> = Partial<Record<F, string>>;
@@ -19,11 +34,10 @@ export function parseNewPlant(
   const id = fields.id.trim();
   const result = NewPlantSchema.safeParse({
     id: id === '' ? undefined : INTEGER_LITERAL.test(id) ? BigInt(id) : id,
-    name: fields.name === '' ? undefined : fields.name,
-    tag: fields.tag === '' ? undefined : fields.tag,
+    ...valuesOf(fields),
   });
   if (result.success) return { ok: true, plant: result.data };
-  return { ok: false, errors: fieldErrors(result.error, ['id', 'name', 'tag']) };
+  return { ok: false, errors: fieldErrors(result.error, ['id', ...PLANT_FIELD_NAMES]) };
 }
 
 /** The first message of each of `fields` in a schema's refusal, after the field's name. */

@@ -1,4 +1,4 @@
-import type { PlantWithId } from '@plant-store/schema';
+import { PLANT_FIELD_NAMES, PLANT_FIELDS, type PlantWithId } from '@plant-store/schema';
 import { type ReactNode, useEffect, useRef } from 'react';
 import { describeFailure } from '../failure.ts';
 import { UserText } from '../user-text.tsx';
@@ -72,8 +72,11 @@ export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingR
         <thead>
           <tr>
             <th scope="col">ID</th>
-            <th scope="col">Name</th>
-            <th scope="col">Tag</th>
+            {PLANT_FIELD_NAMES.map((name) => (
+              <th key={name} scope="col">
+                {PLANT_FIELDS[name].label}
+              </th>
+            ))}
             <th scope="col">
               <span className="visually-hidden">Actions</span>
             </th>
@@ -83,10 +86,9 @@ export function PlantList({ plants, filter, onFilter, onEdit, onDelete, headingR
           {plants.plants.map((plant) => (
             <tr key={String(plant.id)}>
               <td className="id">{String(plant.id)}</td>
-              <td>
-                <UserText>{plant.name}</UserText>
-              </td>
-              <td>{plant.tag !== undefined && <UserText>{plant.tag}</UserText>}</td>
+              {PLANT_FIELD_NAMES.map((name) => (
+                <td key={name}>{plant[name] !== undefined && <UserText>{plant[name]}</UserText>}</td>
+              ))}
               <td>
                 <button type="button" aria-label={`Edit plant ${plant.id}`} onClick={() => onEdit(plant)}>
                   Edit

@@ -4,10 +4,10 @@
  * continuing it. The OpenTelemetry SDK is registered here as an application would register it.
  */
 import { context, propagation, type Span, trace } from '@opentelemetry/api';
-import { startOtlpReceiver } from '@plant-store/api/testing/otlp-receiver';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { TracerProvider } from '@opentelemetry/sdk-trace';
+import { startOtlpReceiver } from '@plant-store/api/testing/otlp-receiver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestClient, createTrpcClient } from '../../src/index.ts';
 import { type FakeServer, sendJson, startFakeServer } from '../support/fake-server.ts';

@@ -9,9 +9,9 @@ import {
   type RestClient,
   type TrpcClient,
 } from '../../src/index.ts';
-import { collect } from '../support/events.ts';
 import { failureOf, rejectionOf } from '../support/clients.ts';
-import { startFakeServer, sendJson } from '../support/fake-server.ts';
+import { collect } from '../support/events.ts';
+import { sendJson, startFakeServer } from '../support/fake-server.ts';
 import { type Receiver, startReceiver } from '../support/receiver.ts';
 
 const TOKEN = 'whole-resource-token-0123456789';

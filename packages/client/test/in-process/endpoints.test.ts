@@ -2,7 +2,12 @@ import { inProcessPerFile } from '@plant-store/api/testing/in-process';
 import { startProxy, type Proxy as TcpProxy } from '@plant-store/api/testing/tcp-proxy';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRestClient, createTrpcClient, type RestClient, type WebhookDelivery } from '../../src/index.ts';
+import {
+  createRestClient,
+  createTrpcClient,
+  type RestClient,
+  type WebhookDelivery,
+} from '../../src/index.ts';
 import { closedPort, rejectionOf } from '../support/clients.ts';
 import { type Receiver, startReceiver } from '../support/receiver.ts';
 

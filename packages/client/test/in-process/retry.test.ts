@@ -1,5 +1,5 @@
 import { type RunningApi, startInProcess } from '@plant-store/api/testing/in-process';
-import { type Proxy as TcpProxy, startProxy } from '@plant-store/api/testing/tcp-proxy';
+import { startProxy, type Proxy as TcpProxy } from '@plant-store/api/testing/tcp-proxy';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createRestClient,

@@ -9,7 +9,7 @@ import superjson from 'superjson';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBackoff } from '../../src/backoff.ts';
 import { createTrpcClient, type PlantStoreError } from '../../src/index.ts';
-import { type PlantReplacement, plantsBatch } from '../../src/trpc-batch.ts';
+import { type PlantReplacement, plantsBatch, replacementOf } from '../../src/trpc-batch.ts';
 
 /**
  * `plantsBatch` (the bulk import's sender) writes and reads tRPC's batch wire format itself,
@@ -29,9 +29,10 @@ afterAll(async () => {
   for (const close of closers) await close();
 });
 
+// Whole plants, every field of PLANT_FIELDS (an absent one null).
 const REPLACEMENTS: PlantReplacement[] = [
-  { id: 1n, name: 'Fern', tag: null },
-  { id: 2n ** 63n - 1n, name: 'Ivy', tag: 'climber' },
+  replacementOf({ id: 1n, name: 'Fern' }),
+  replacementOf({ id: 2n ** 63n - 1n, name: 'Ivy', tag: 'climber' }),
 ];
 
 describe('the tRPC batch wire format of plantsBatch', () => {

@@ -5,8 +5,9 @@ import {
   type CreatedWebhookEndpoint,
   createRestClient,
   createTrpcClient,
-  type NotModified,
   type DeliveryPage,
+  type NewPlant,
+  type NotModified,
   type Plant,
   type PlantEvent,
   type PlantPage,
@@ -26,11 +27,9 @@ describe('client types', () => {
     const client = createTrpcClient(options);
     expectTypeOf(client.plants.create.mutate).toBeCallableWith({ id: 1n, name: 'Fern' });
     expectTypeOf(client.plants.create.mutate).toBeCallableWith({ id: 1n, name: 'Fern', tag: 'green' });
-    expectTypeOf(client.plants.create.mutate).parameter(0).toEqualTypeOf<{
-      id: bigint;
-      name: string;
-      tag?: string | undefined;
-    }>();
+    expectTypeOf(client.plants.create.mutate).parameter(0).toEqualTypeOf<NewPlant>();
+    expectTypeOf<NewPlant['id']>().toEqualTypeOf<bigint>();
+    expectTypeOf<NewPlant['name']>().toEqualTypeOf<string>();
     expectTypeOf(client.plants.create.mutate).returns.resolves.toExtend<Plant>();
   });
 

@@ -1,5 +1,6 @@
 import type { NewPlant } from '@plant-store/schema';
 import { groupCommit } from '../group-commit.ts';
+import { FIELD_ARRAYS, FIELD_COLUMNS, fieldArrays, PLANT_COLUMNS } from '../plant-columns.ts';
 import { plantChanges, serverPage } from '../plant-rows.ts';
 import { statements } from '../sql.ts';
 import {
@@ -18,18 +19,18 @@ export const EVENTS_CHANNEL = 'plant_store_events';
 const EVENTS_LOCK_KEY = '7234917730117002';
 
 /**
- * Creates the plants of `@ids`, `@names`, `@tags` where `guard` holds, each with its event (versions are
+ * Creates the plants of `@ids` and the field arrays (`fieldArrays`) where `guard` holds, each with its event (versions are
  * drawn after the events lock, in the join), deliveries and fan-out; an existing id adds nothing.
  */
 const created = (guard: string) => `
-  numbered AS (SELECT p.id, p.name, p.tag, nextval(pg_get_serial_sequence('plant_events', 'id')) AS version
-    FROM (SELECT * FROM unnest(@ids::int8[], @names::text[], @tags::text[]) AS p (id, name, tag)
+  numbered AS (SELECT p.*, nextval(pg_get_serial_sequence('plant_events', 'id')) AS version
+    FROM (SELECT * FROM unnest(@ids::int8[], ${FIELD_ARRAYS}) AS p (id, ${FIELD_COLUMNS})
       WHERE ${guard} ORDER BY id) AS p,
       (SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) AS ordered),
-  created AS (INSERT INTO plants (id, name, tag, version) SELECT id, name, tag, version FROM numbered
-    ON CONFLICT (id) DO NOTHING RETURNING id, name, tag, version),
-  appended AS (INSERT INTO plant_events (id, type, plant_id, name, tag) OVERRIDING SYSTEM VALUE
-    SELECT version, 'plant.created', id, name, tag FROM created RETURNING id),
+  created AS (INSERT INTO plants (${PLANT_COLUMNS}) SELECT ${PLANT_COLUMNS} FROM numbered
+    ON CONFLICT (id) DO NOTHING RETURNING ${PLANT_COLUMNS}),
+  appended AS (INSERT INTO plant_events (id, type, plant_id, ${FIELD_COLUMNS}) OVERRIDING SYSTEM VALUE
+    SELECT version, 'plant.created', id, ${FIELD_COLUMNS} FROM created RETURNING id),
   enqueued AS (INSERT INTO webhook_deliveries (id, url, payload, trace_context)
     SELECT delivery.id, delivery.url, delivery.payload, delivery.trace_context
     FROM unnest(@deliveryPlants::int8[], @deliveryIds::text[], @urls::text[], @payloads::text[], @deliveryTraces::text[])
@@ -87,8 +88,7 @@ function creations(creates: readonly Omit<PendingCreate, 'resolve' | 'reject'>[]
   const fanning = creates.filter((entry) => entry.endpointPayload !== undefined);
   return {
     ids: plants.map((plant) => plant.id),
-    names: plants.map((plant) => plant.name),
-    tags: plants.map((plant) => plant.tag ?? null),
+    ...fieldArrays(plants),
     deliveryPlants: deliveries.map((delivery) => delivery.plantId),
     deliveryIds: deliveries.map((delivery) => delivery.id),
     urls: deliveries.map((delivery) => delivery.url),

@@ -28,33 +28,26 @@ export function executor(db: Connection) {
   return <R = unknown>(statement: Statement, params: Params = {}, now?: number): Result<R> => {
     const entry = prepared.get(statement) ?? prepared.set(statement, prepare(db, statement)).get(statement)!;
     const values = bind(statement.sqlite, params, now ?? Date.now());
-    if (!entry.reader) return { rows: [], changes: entry.statement.run(...values).changes };
-    const rows = entry.reader.rows(...values) as R[];
+    if (!entry.row) return { rows: [], changes: entry.run.run(...values).changes };
+    const rows = (entry.run.all(...values) as unknown[][]).map(entry.row) as R[];
     return { rows, changes: rows.length };
   };
 }
 
+// A reader's rows come as arrays, made objects by a function compiled for its columns: one shape, cheaper.
 function prepare(db: Connection, { sqlite }: Statement) {
-  const statement = db.prepare(sqlite.text);
-  return { statement, reader: statement.reader ? rowReader(statement) : undefined };
+  const run = db.prepare(sqlite.text);
+  if (!run.reader) return { run };
+  return { run: run.raw(true), row: rowBuilder(run.columns().map(({ name }) => name)) };
 }
 
 /**
- * A reader whose rows better-sqlite3 hands over as arrays (`raw()`), made objects keyed by the
- * statement's column names (`columns()`) by one function compiled for them: rows of one shape, made
- * in JavaScript. better-sqlite3's own objects took twice as long to make a 100-plant page's rows
- * (docs/architecture.md, "Going around a library"); test/in-process/sqlite-row-reader.test.ts
- * fails, naming that rule, if `raw()` or `columns()` stop giving what its objects hold.
+ * The function that makes a raw row (an array) an object of these columns, by name. better-sqlite3's
+ * own row objects took twice as long to make a 100-plant page's rows (docs/architecture.md, "Going
+ * around a library"); test/in-process/sqlite-row-reader.test.ts fails, naming that rule, if `raw()`
+ * or `columns()` stop giving what its objects hold.
  */
-export function rowReader<R extends object>(statement: BetterSqlite3.Statement) {
-  const fields = statement.columns().map(({ name }, i) => `${JSON.stringify(name)}: v[${i}]`);
-  const row = new Function('v', `return { ${fields.join(', ')} };`) as (values: unknown[]) => R;
-  const raw = statement.raw(true);
-  return {
-    row,
-    rows: (...params: unknown[]): R[] => (raw.all(...params) as unknown[][]).map(row),
-    *iterate(...params: unknown[]): Generator<R> {
-      for (const values of raw.iterate(...params) as Iterable<unknown[]>) yield row(values);
-    },
-  };
+export function rowBuilder<R>(columns: readonly string[]): (values: unknown[]) => R {
+  const fields = columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`);
+  return new Function('v', `return { ${fields.join(', ')} };`) as (values: unknown[]) => R;
 }

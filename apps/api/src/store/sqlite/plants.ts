@@ -1,17 +1,27 @@
 import type { PlantWithId } from '@plant-store/schema';
+import {
+  FIELD_BYTES,
+  FIELD_COLUMNS,
+  FIELD_PARAMS,
+  PLANT_COLUMNS,
+  type PlantRow,
+  textBytes,
+  toPlant,
+  toRow,
+} from '../plant-columns.ts';
 import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
-import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore, textBytes } from '../contract.ts';
+import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore } from '../contract.ts';
 import type { sqliteCommit } from './commit.ts';
-import { type Connection, rowReader } from './connection.ts';
+import { type Connection, rowBuilder } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
   // A version is its event's id, read under the writer's lock: an INSERT's RETURNING costs a temporary B-tree.
   version: "SELECT coalesce(max(seq), 0) + 1 AS version FROM sqlite_sequence WHERE name = 'plant_events'",
-  insert: `INSERT INTO plants (id, name, tag, version) VALUES (@id, @name, @tag, @version)
+  insert: `INSERT INTO plants (${PLANT_COLUMNS}) VALUES (@id, ${FIELD_PARAMS}, @version)
     ON CONFLICT (id) DO NOTHING`,
-  created: `INSERT INTO plant_events (id, type, plant_id, name, tag, created_at)
-    VALUES (@version, 'plant.created', @id, @name, @tag, {now})`,
+  created: `INSERT INTO plant_events (id, type, plant_id, ${FIELD_COLUMNS}, created_at)
+    VALUES (@version, 'plant.created', @id, ${FIELD_PARAMS}, {now})`,
   enqueue: `INSERT INTO webhook_deliveries (id, url, payload, trace_context, next_attempt_at, created_at, updated_at)
     VALUES (@id, @url, @payload, @traceContext, {now}, {now}, {now})`,
 });
@@ -24,12 +34,11 @@ const PAGES = statements('sqlite.plants.page', {
 });
 // A page's text bytes, read from an index (each length from its row's header): within budget, one all() reads it.
 function bytes(filter?: 'tag') {
-  return `SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)), 0) FROM plants
+  return `SELECT coalesce(sum(${FIELD_BYTES}), 0) FROM plants
     WHERE ${shared.where(filter)} AND id <= coalesce(
       (SELECT id FROM plants WHERE ${shared.where(filter)} ORDER BY id LIMIT 1 OFFSET @limit - 1), 9223372036854775807)`;
 }
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
-
 
 /** The SQLite store's plant writes, in its group commit, and its pages. */
 export function sqlitePlants(
@@ -37,7 +46,14 @@ export function sqlitePlants(
   engine: ReturnType<typeof sqliteCommit>,
 ): Pick<PlantStore, 'create' | 'update' | 'delete' | 'list'> {
   const prepare = <R>({ sqlite }: Statement) => db.prepare<unknown[], R>(sqlite.text);
-  const pages = new Map(Object.values(PAGES).map((page) => [page, rowReader<shared.PlantRow>(prepare(page))]));
+  const pages = new Map(Object.values(PAGES).map((page) => [page, prepare<unknown[]>(page).raw(true)]));
+  // Rows come as arrays, made objects by column name (the first page's columns: every page has them).
+  const rowOf = rowBuilder<PlantRow>(
+    pages
+      .get(PAGES.all)!
+      .columns()
+      .map(({ name }) => name),
+  );
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
   return {
     async create(plant, { outbox = {}, key, traceContext } = {}) {
@@ -47,7 +63,7 @@ export function sqlitePlants(
         if (key && tx.exec(shared.SQL.hold, key).rows.length === 0) return shared.CLAIM_LOST;
         const { version } = tx.exec<{ version: bigint }>(SQL.version).rows[0]!;
         // Not `{ ...plant, version }`: Node 20 makes such a copy slowly, in the old generation.
-        const row = { id: plant.id, name: plant.name, tag: plant.tag, version };
+        const row = toRow(plant, version);
         if (tx.exec(SQL.insert, row).changes === 0) return false;
         tx.exec(SQL.created, row);
         for (const delivery of deliveries)
@@ -75,22 +91,31 @@ export function sqlitePlants(
         const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
         const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
         if (size && sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
-          const rows = page.rows(...args);
-          return { plants: rows.slice(0, limit).map(shared.toPlant), more: rows.length > limit };
+          const rows = page.all(...args);
+          return {
+            plants: rows.slice(0, limit).map((row) => toPlant(rowOf(row))),
+            more: rows.length > limit,
+          };
         }
-        return byRow(page.iterate(...args), limit, maxBytes);
+        return byRow(page.iterate(...args), rowOf, limit, maxBytes);
       }),
   };
 }
 
 /** A page read row by row, stopping once its budget is spent. */
-function byRow(rows: Iterable<shared.PlantRow>, limit: number, maxBytes: number) {
+function byRow(
+  rows: Iterable<unknown[]>,
+  rowOf: (values: unknown[]) => PlantRow,
+  limit: number,
+  maxBytes: number,
+) {
   const plants: PlantWithId[] = [];
   let bytes = 0;
-  for (const row of rows) {
-    bytes += textBytes(row);
+  for (const values of rows) {
+    const plant = toPlant(rowOf(values));
+    bytes += textBytes(plant);
     if (plants.length === limit || (plants.length > 0 && bytes > maxBytes)) return { plants, more: true };
-    plants.push(shared.toPlant(row));
+    plants.push(plant);
   }
   return { plants, more: false };
 }
