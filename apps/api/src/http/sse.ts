@@ -156,7 +156,7 @@ const DISPLACED = chunk(
 );
 const REVOKED = chunk(': closed: the token was revoked\n\n');
 const OVERFLOWED = chunk(
-  `event: error\ndata: ${stringifyJson({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
+  `event: error\ndata: ${JSON.stringify({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
 );
 
 /**
