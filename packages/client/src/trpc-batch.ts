@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import superjson from 'superjson';
 import { type NewPlant, PLANT_FIELD_NAMES, type PlantFieldName, type PlantPatch } from '@plant-store/schema';
 import { answerTooLarge, MAX_ANSWER_BYTES, UnusableAnswerError } from './answer-read.ts';
 import type { Backoff, Reply } from './backoff.ts';
@@ -101,7 +102,7 @@ export function plantsBatch({ baseUrl, token, backoff, timeoutMs }: BatchOptions
       everyCall(new PlantStoreError({ method: 'POST', url: named, status, reason, cause }));
     const body: Record<number, unknown> = {};
     plants.forEach((plant, i) => {
-      body[i] = superjsonInput(plant);
+      body[i] = superjson.serialize(plant);
     });
     const url = `${root}${plants.map(() => procedure).join(',')}?batch=1`;
     const text = JSON.stringify(body);
@@ -150,18 +151,4 @@ export function plantsBatch({ baseUrl, token, backoff, timeoutMs }: BatchOptions
 
 function isItem(value: unknown): value is Item {
   return typeof value === 'object' && value !== null && ('result' in value || 'error' in value);
-}
-
-/**
- * What `superjson.serialize(plant)` gives for a `NewPlant` or a `PlantReplacement` (the id as a
- * decimal string, marked bigint; a `null` field as is), built directly: superjson's generic walk was a tenth of the import's CPU. A test holds
- * it equal to superjson's own output.
- */
-export function superjsonInput(plant: NewPlant | PlantReplacement) {
-  const json: Record<string, unknown> = { id: String(plant.id) };
-  for (const name of PLANT_FIELD_NAMES) if (plant[name] !== undefined) json[name] = plant[name];
-  return {
-    json,
-    meta: { values: { id: ['bigint'] }, v: 1 },
-  };
 }

@@ -1,4 +1,4 @@
-import { parseJson, stringifyJson } from '@plant-store/schema';
+import { parseJson } from '@plant-store/schema';
 import type { Context, Middleware } from 'koa';
 import { getPathRegExp, normalizePath, type OpenApiMethod } from 'trpc-to-openapi';
 import type { z } from 'zod';
@@ -18,6 +18,7 @@ import { readJsonBody } from './body.ts';
 import { decodeParams, type ParamDecoders, paramDecoders } from './params.ts';
 import { requestScope } from './request-scope.ts';
 import { serveEventStream } from './sse.ts';
+import { writeJson } from './json-writer.ts';
 
 /** The request's context from its token check and the request (app.ts builds it, for both transports). */
 export type CreateContext = (auth: RequestContext['auth'], request: RequestScope) => RequestContext;
@@ -155,7 +156,7 @@ export function restAdapter(
     }
     if (presented.body !== undefined) {
       ctx.type = 'application/json';
-      ctx.body = stringifyJson(presented.body);
+      ctx.body = writeJson(presented.body);
     }
   };
 }

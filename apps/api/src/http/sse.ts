@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
-import { stringifyJson } from '@plant-store/schema';
 import type { Context } from 'koa';
 import { type EventStream, OVERFLOW_GRACE_MS, OVERFLOW_MESSAGE } from '../events/event-stream.ts';
 import { toPlantEvent } from '../operations/events.ts';
 import type { StoredEvent } from '../store/contract.ts';
+import { writeJson } from './json-writer.ts';
 
 /** What EventSource waits before reconnecting after the stream ends (the `retry:` field). */
 const RECONNECT_MS = 1_000;
@@ -22,6 +22,8 @@ const RECONNECT_MS = 1_000;
  * Written to the socket directly (Koa does not respond), as ready-made HTTP chunks shared by every
  * stream: at 1,000 streams × 1,000 events/s the per-write cost of a Readable, a generator and a
  * timer per event is what saturated the instance, and the write system call is most of what is left.
+ * It goes around `res.write` by the rule of docs/architecture.md (Going around a library);
+ * test/in-process/sse-raw-chunks.test.ts fails if node:http changes under it.
  */
 export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs: number): void {
   ctx.status = 200;
@@ -154,7 +156,7 @@ const DISPLACED = chunk(
 );
 const REVOKED = chunk(': closed: the token was revoked\n\n');
 const OVERFLOWED = chunk(
-  `event: error\ndata: ${stringifyJson({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
+  `event: error\ndata: ${JSON.stringify({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
 );
 
 /**
@@ -178,7 +180,7 @@ function frames(events: readonly StoredEvent[]): Buffer {
 function frame(event: StoredEvent): string {
   let text = framedEvents.get(event);
   if (text === undefined) {
-    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${stringifyJson(toPlantEvent(event))}\n\n`;
+    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${writeJson(toPlantEvent(event))}\n\n`;
     framedEvents.set(event, text);
   }
   return text;

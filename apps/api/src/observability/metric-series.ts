@@ -3,8 +3,8 @@ import type { Registry } from 'prom-client';
 /**
  * A counter and a histogram for the metrics recorded on every request, registered in a prom-client
  * `Registry` like its own metrics and exposed in the same text. prom-client's `inc`/`observe`
- * check and hash their labels object at every call (three a request: 6–10% of a GET by id's
- * instructions, see "Replacements of library internals" in docs/architecture.md); here a
+ * check and hash their labels object at every call (three a request: a fifth of a GET by id's
+ * req/s, see "Going around a library" in docs/architecture.md); here a
  * caller looks up its series by label values (`series(...)`, one Map lookup per label) and records into it
  * with a few additions. metric-series.test.ts fails, saying so, if prom-client stops reading them
  * as its own.

@@ -18,7 +18,6 @@ import type { Logger } from 'pino';
 import type { TracingConfig } from '../config/config.ts';
 import { commitSpans } from './commit.ts';
 import { exportLog, watchedExporter } from './export-watch.ts';
-import { pooledIdGenerator } from './ids.ts';
 import { SERVICE_NAME, STORE_TRACER_NAME, TRACER_NAME, type Tracing } from './tracer.ts';
 
 /**
@@ -43,7 +42,6 @@ export function startTracing(
   const provider = new TracerProvider({
     resource: detected.merge(resourceFromAttributes({ 'service.name': serviceName })),
     sampler: sampler(config.sampler),
-    idGenerator: pooledIdGenerator(),
     spanProcessors: [
       new BatchSpanProcessor({
         // Spans the collector does not take are dropped: said in the log (export-watch.ts).

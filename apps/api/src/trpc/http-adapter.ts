@@ -30,7 +30,7 @@ export const MAX_BATCH_CALLS = 100;
  * Serves the tRPC wire protocol under /trpc. Plain JSON mutations — what `httpLink` and
  * `httpBatchLink` send — take a direct path: each call goes through the pipeline (pipeline.ts, as
  * the procedures' own resolvers and REST do), its input read from the body once it is authorized,
- * and the answer is written in tRPC's format (trpc-answer.ts). tRPC's own node-http handler builds
+ * and the answer is written in tRPC's format (answer.ts). tRPC's own node-http handler builds
  * a Fetch Request and Response per call and runs each procedure's middleware chain (see
  * docs/architecture.md for what that costs); it still serves everything else (queries, streaming,
  * subscriptions, unknown procedures), so the protocol stays tRPC's.

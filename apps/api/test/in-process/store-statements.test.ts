@@ -64,13 +64,3 @@ describe.each(testStores())('the statements of the $name store', (testStore) => 
     expect(failures).toStrictEqual([]);
   });
 });
-
-describe('the statements that change webhook endpoints', () => {
-  it('are all named endpoints.*: after one, the SQLite commit reads again whether any endpoint is enabled', () => {
-    const writes = [...registered.values()].filter(({ sqlite }) =>
-      /\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+webhook_endpoints\b/i.test(sqlite.text),
-    );
-    expect(writes.length).toBeGreaterThanOrEqual(6);
-    expect(writes.map(({ name }) => name).filter((name) => !name.startsWith('endpoints.'))).toStrictEqual([]);
-  });
-});

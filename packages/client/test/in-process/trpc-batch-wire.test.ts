@@ -13,9 +13,9 @@ import { type PlantReplacement, plantsBatch, replacementOf } from '../../src/trp
 
 /**
  * `plantsBatch` (the bulk import's sender) writes and reads tRPC's batch wire format itself,
- * because @trpc/client costs about 16 times its CPU per plant (see docs/architecture.md). These
- * tests hold it to what @trpc/client does, so a tRPC upgrade that changes the format fails here
- * first, with a message saying so.
+ * because @trpc/client cost an import several times its CPU per plant (docs/architecture.md, Going
+ * around a library). These tests hold it to what @trpc/client does, so a tRPC upgrade that changes
+ * the format fails here first, with a message saying so.
  */
 const TOKEN = 'wire-test-token-0123456789';
 const PLANTS: NewPlant[] = [
@@ -66,7 +66,8 @@ describe('the tRPC batch wire format of plantsBatch', () => {
     await batches.update(REPLACEMENTS);
 
     expect(seen).toHaveLength(4);
-    const drift = 'plantsBatch no longer sends what httpBatchLink sends: follow @trpc/client';
+    const drift =
+      'plantsBatch no longer sends what httpBatchLink sends (it goes around @trpc/client by the rule of docs/architecture.md, Going around a library: make it follow, or go back to httpBatchLink)';
     expect(seen[2], drift).toEqual(seen[0]);
     expect(seen[3], drift).toEqual(seen[1]);
     expect(seen[1]!.url).toBe('/trpc/plants.update,plants.update?batch=1');
@@ -112,7 +113,8 @@ describe('the tRPC batch wire format of plantsBatch', () => {
         { status: 409, message: 'A plant with id 1 already exists.' },
         { status: 400, message: 'Invalid request body: name must be at most 200 characters.' },
       ];
-      const wire = 'plantsBatch no longer reads tRPC answers as @trpc/client does';
+      const wire =
+        'plantsBatch no longer reads tRPC answers as @trpc/client does (it goes around @trpc/client by the rule of docs/architecture.md, Going around a library: make it follow, or go back to httpBatchLink)';
       expect(told(await viaClient(mixed(10n)))).toEqual(expected);
       expect(told(await ours.create(mixed(20n))), wire).toEqual(expected);
 

@@ -1,7 +1,6 @@
 import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { groupCommit } from '../group-commit.ts';
-import { SQL as PLANTS } from '../plant-rows.ts';
 import type { Db, Params, Result, Statement, Tx } from '../sql.ts';
 import { type CommitObserver, StoreUnavailableError } from '../contract.ts';
 import { type Connection, executor } from './connection.ts';
@@ -33,7 +32,6 @@ export function sqliteCommit(db: Connection, path: string, observer?: CommitObse
 
   const execute = executor(db);
   const [begin, commitTx, rollback] = ['BEGIN IMMEDIATE', 'COMMIT', 'ROLLBACK'].map((sql) => db.prepare(sql));
-  const anyEndpoint = db.prepare('SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL LIMIT 1').pluck();
   const writes = groupCommit(commit, { system: 'sqlite', observer });
   let closing: Promise<void> | undefined;
   let fatal: StoreUnavailableError | undefined;
@@ -56,17 +54,7 @@ export function sqliteCommit(db: Connection, path: string, observer?: CommitObse
 
   async function commit(batch: Write[]): Promise<void> {
     const now = Date.now();
-    // Most stores have no enabled endpoint (a fan-out then inserts nothing): read once a commit, whose
-    // write lock keeps others out, and after any endpoints.* statement (store-statements.test.ts).
-    let enabled: boolean | undefined;
-    const exec = <R>(statement: Statement, params?: Params): Result<R> => {
-      if (statement.name.startsWith('endpoints.')) enabled = undefined;
-      if (statement === PLANTS.fanOut) {
-        enabled ??= anyEndpoint.get() !== undefined;
-        if (!enabled) return { rows: [], changes: 0 };
-      }
-      return execute<R>(statement, params, now);
-    };
+    const exec = <R>(statement: Statement, params?: Params): Result<R> => execute<R>(statement, params, now);
     const tx: SqliteTx = {
       exec,
       run: async (statement, params) => exec(statement, params),

@@ -41,7 +41,12 @@ function prepare(db: Connection, { sqlite }: Statement) {
   return { run: run.raw(true), row: rowBuilder(run.columns().map(({ name }) => name)) };
 }
 
-/** The function that makes a raw row (an array) an object of these columns, by name. */
+/**
+ * The function that makes a raw row (an array) an object of these columns, by name. better-sqlite3's
+ * own row objects took twice as long to make a 100-plant page's rows (docs/architecture.md, "Going
+ * around a library"); test/in-process/sqlite-row-reader.test.ts fails, naming that rule, if `raw()`
+ * or `columns()` stop giving what its objects hold.
+ */
 export function rowBuilder<R>(columns: readonly string[]): (values: unknown[]) => R {
   const fields = columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`);
   return new Function('v', `return { ${fields.join(', ')} };`) as (values: unknown[]) => R;
