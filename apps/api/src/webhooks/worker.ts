@@ -95,7 +95,9 @@ export function startDeliveryWorker({
   let heldInAll = 0;
   /** Each subscriber's slots: `concurrency`, or an equal share of `ATTEMPTS_IN_ALL` when that is less. */
   const slots = () =>
-    Math.min(config.concurrency, Math.max(1, Math.floor(ATTEMPTS_IN_ALL / subscribers.size)));
+    Math.min(config.concurrency, Math.max(1, Math.floor(ATTEMPTS_IN_ALL / Math.max(1, sharing))));
+  let failingClaims: Promise<void> | undefined;
+  let sharing = 0; // How many share them: those known, or (in a round) those with deliveries pending.
   const record = outcomeRecorder(outbox, config, log, metrics);
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
@@ -291,6 +293,7 @@ export function startDeliveryWorker({
       return;
     }
     if (keys.length > 0) connections ??= await import('./connections.ts');
+    sharing = Math.max(subscribers.size, keys.length);
     // Operator URLs contain "://", endpoint ids never do: one map holds both.
     const claimFor = async (key: string) => {
       let to: Subscriber | undefined;
@@ -328,9 +331,19 @@ export function startDeliveryWorker({
       to.saturated = claimed.length === limit && !to.breaker.failing();
       pump(to);
     };
-    for (let i = 0; i < keys.length; i += CLAIMS_AT_ONCE) {
-      await Promise.all(keys.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+    const inBatches = async (of: string[]) => {
+      for (let i = 0; i < of.length; i += CLAIMS_AT_ONCE)
+        await Promise.all(of.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+    };
+    // Failing subscribers' claims run on a chain of their own that the round does not wait for.
+    const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));
+    if (!failingClaims) {
+      failingClaims = inBatches([...failing]).finally(() => {
+        failingClaims = undefined;
+      });
+      track(failingClaims);
     }
+    await inBatches(keys.filter((key) => !failing.has(key)));
     const pending = new Set(keys);
     // An endpoint whose claimed deliveries are no longer pending in the store was deleted or
     // disabled (with them): what this process still queues for it is not sent.
@@ -368,7 +381,7 @@ export function startDeliveryWorker({
   return {
     async stop(graceMs) {
       stopping.abort();
-      await Promise.all([running, retention.stop()]);
+      await Promise.all([running, failingClaims, retention.stop()]);
       // Claimed but not started: handed back at once, their attempts uncounted.
       for (const to of subscribers.values()) pump(to);
       const grace = new AbortController();

@@ -97,3 +97,26 @@ describe.each(testStores())('dead endpoints and healthy ones on $name', (testSto
     expect(max(beside)).toBeLessThan(max(alone) * 2 + 300);
   }, 120_000);
 });
+
+describe('many endpoints that never answer', () => {
+  it('hold an equal share of ATTEMPTS_IN_ALL (2,048) each, not WEBHOOK_CONCURRENCY (32): 100 hold 2,000 sockets, not 3,200', async () => {
+    const store = await setup(testStores()[0]!);
+    const api = await startApi({
+      ...store.env,
+      WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+      WEBHOOK_SECRETS_KEY: SECRETS_KEY,
+      WEBHOOK_ENDPOINTS_PER_TOKEN: '100',
+      WEBHOOK_TIMEOUT_MS: '20000',
+      WEBHOOK_LEASE_MS: '30000',
+    });
+    const hole = await startBlackHole();
+    defer(() => hole.close());
+    for (let i = 0; i < 100; i++) await register(api, `${hole.url}/hole/${i}`);
+    for (let id = 1; id <= 40; id++)
+      expect((await postPlant(api.url, `{"id":${id},"name":"Fern"}`)).status).toBe(200);
+    const deadline = performance.now() + 15_000;
+    while (hole.accepted < 2_000 && performance.now() < deadline) await sleep(100);
+    await sleep(500);
+    expect(hole.accepted).toBe(2_000);
+  }, 60_000);
+});
