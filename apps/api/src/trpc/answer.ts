@@ -16,7 +16,9 @@ export function trpcResult(output: unknown): TrpcOutcome {
 
 /**
  * superjson's encoding of `value`: `{json: value}` itself when superjson would add nothing (no
- * `meta`), which it takes most of a create's answer to find out (its walker copies the tree).
+ * `meta`), which it takes most of a create's answer to find out (its walker copies the tree). Kept
+ * by the 20% rule (docs/architecture.md, "Going around a library"); answer.test.ts fails when
+ * superjson's encoding of such a value changes.
  */
 function serialize(value: unknown): unknown {
   return isPlainJson(value, new Set()) ? { json: value } : transformer.serialize(value);
