@@ -68,9 +68,6 @@ export const SQL = statements('plants', {
     ORDER BY name {code points} LIMIT @hits`,
   'scanned.prefix': scanned('prefix'),
   'scanned.both': scanned('both'),
-  // PostgreSQL's page of a rare prefix: its plants among `@ids`, through the primary key in id order.
-  'page.ids': page(`SELECT ${PLANT_COLUMNS} FROM plants
-    WHERE id = ANY(CAST(@ids AS int8[])) AND (CAST(@tag AS text) IS NULL OR ${TAG}) AND ${PREFIX} ORDER BY id LIMIT @limit`),
   // Holds (on PostgreSQL, locks) the key's row only while this request's claim has it.
   hold: `SELECT claim FROM idempotency_keys
     WHERE token_name = @tokenName AND key = @key AND claim = @claim AND status IS NULL {for update}`,
@@ -88,6 +85,12 @@ export const SQL = statements('plants', {
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
     SELECT {delivery id}, id, url, @event, @payload, @traceContext, {now}, {now}, {now}
     FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
+});
+
+/** PostgreSQL's own: a rare prefix's page, its plants among `@ids`, through the primary key in id order. */
+const POSTGRES = statements('postgres.plants', {
+  'page.ids': page(`SELECT ${PLANT_COLUMNS} FROM plants
+    WHERE id = ANY(CAST(@ids AS int8[])) AND (CAST(@tag AS text) IS NULL OR ${TAG}) AND ${PREFIX} ORDER BY id LIMIT @limit`),
 });
 
 export const getPlant = (db: Db) => (id: bigint) =>
@@ -116,7 +119,7 @@ export async function serverPage(db: Db, options: ListOptions) {
       ),
       tag: options.tag ?? null,
     });
-    return read(SQL['page.ids']);
+    return read(POSTGRES['page.ids']);
   }
   const [scan] = await db.all<{ seen: bigint; through: bigint | null }>(SQL[`scanned.${filter}`], params);
   params.to = scan!.through ?? from;

@@ -11,8 +11,54 @@ export type TrpcOutcome = { item: object; error: TRPCError | null };
 
 /** A call's result as tRPC's HTTP protocol sends it. */
 export function trpcResult(output: unknown): TrpcOutcome {
-  return { item: { result: { data: transformer.serialize(output) } }, error: null };
+  return { item: { result: { data: serialize(output) } }, error: null };
 }
+
+/**
+ * superjson's encoding of `value`: `{json: value}` itself when superjson would add nothing (no
+ * `meta`), which it takes most of a create's answer to find out (its walker copies the tree). Kept
+ * by the 20% rule (docs/architecture.md, "Going around a library"); answer.test.ts fails when
+ * superjson's encoding of such a value changes.
+ */
+function serialize(value: unknown): unknown {
+  return isPlainJson(value, new Set()) ? { json: value } : transformer.serialize(value);
+}
+
+/**
+ * Whether superjson leaves `value` as it is: strings, booleans, null, finite numbers but -0, in
+ * plain objects and arrays without holes, each object once (superjson records repeated references),
+ * and no key superjson refuses (it throws on those: the fallback then does).
+ */
+function isPlainJson(value: unknown, seen: Set<object>): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case 'object': {
+      if (value === null) return true;
+      if (seen.has(value)) return false;
+      seen.add(value);
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value) || !isPlainJson(value[i], seen)) return false;
+        }
+        return Object.getPrototypeOf(value) === Array.prototype;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+      for (const key in value) {
+        if (!Object.hasOwn(value, key) || REFUSED_KEYS.has(key)) return false;
+        if (!isPlainJson((value as Record<string, unknown>)[key], seen)) return false;
+      }
+      return Object.getOwnPropertySymbols(value).length === 0;
+    }
+    default:
+      return false;
+  }
+}
+
+const REFUSED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Anything thrown by a call (or before any call ran) as tRPC's error for it. */
 export function trpcFailure(thrown: unknown, path: string | undefined): TrpcOutcome {

@@ -145,9 +145,9 @@ describe.each(testStores())('GET /plants filtered, with a scan budget, on $name'
           return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
         };
         expect(await plan('plants.hits')).toMatch(/Index Only Scan using plants_name on plants/);
-        expect(await plan('plants.page.ids')).toMatch(/Index Scan using plants_pkey on plants/);
+        expect(await plan('postgres.plants.page.ids')).toMatch(/Index Scan using plants_pkey on plants/);
         expect(await plan('plants.scanned.both')).toMatch(/Index Only Scan using plants_tag on plants/);
-        for (const name of ['plants.hits', 'plants.page.ids', 'plants.scanned.prefix', 'plants.scanned.both'])
+        for (const name of ['plants.hits', 'postgres.plants.page.ids', 'plants.scanned.prefix', 'plants.scanned.both'])
           expect(await plan(name)).not.toMatch(/Seq Scan/);
       });
     }
