@@ -57,6 +57,8 @@ const page = (where: string) => `SELECT ${PLANT_COLUMNS}, candidates FROM (
   ) AS sized
   WHERE n = 1 OR bytes <= @maxBytes ORDER BY id`;
 
+const SUBSCRIBED = "disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'";
+
 export const SQL = statements('plants', {
   get: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id = @id`,
   'page.all': page(filtered()),
@@ -84,7 +86,9 @@ export const SQL = statements('plants', {
   fanOut: `
     INSERT INTO webhook_deliveries (id, endpoint_id, url, event, payload, trace_context, next_attempt_at, created_at, updated_at)
     SELECT {delivery id}, id, url, @event, @payload, @traceContext, {now}, {now}, {now}
-    FROM webhook_endpoints WHERE disabled_at IS NULL AND ',' || events || ',' LIKE '%,' || @event || ',%'`,
+    FROM webhook_endpoints WHERE ${SUBSCRIBED}`,
+  // Whether `fanOut` would enqueue anything.
+  subscribed: `SELECT 1 AS subscribed FROM webhook_endpoints WHERE ${SUBSCRIBED} LIMIT 1`,
 });
 
 /** PostgreSQL's own: a rare prefix's page, its plants among `@ids`, through the primary key in id order. */
@@ -129,8 +133,15 @@ export async function serverPage(db: Db, options: ListOptions) {
 const meets = (expected: Expected | undefined, version: bigint) =>
   expected === undefined || expected === 'any' || expected.includes(version);
 
-/** How an engine appends events; `lockEvents` is taken before drawing an event id, so ids commit in order. */
-export type ChangeEngine = Pick<Db, 'transaction'> & { lockEvents(tx: Tx): Promise<void> };
+/**
+ * How an engine appends events; `lockEvents` is taken before drawing an event id, so ids commit in order.
+ * `subscribed`, where the engine can answer it cheaply: whether an enabled endpoint chose `event`, as `tx`
+ * sees the endpoints (without it, the fan-out statement finds out).
+ */
+export type ChangeEngine = Pick<Db, 'transaction'> & {
+  lockEvents(tx: Tx): Promise<void>;
+  subscribed?(tx: Tx, event: string): boolean;
+};
 
 /** What a keyed change's transaction answers when its request no longer holds the key. */
 export const CLAIM_LOST = Symbol('claim lost');
@@ -139,6 +150,7 @@ export const CLAIM_LOST = Symbol('claim lost');
 export function plantChanges({
   transaction,
   lockEvents,
+  subscribed = () => true,
 }: ChangeEngine): Pick<PlantStore, 'update' | 'delete'> {
   async function keyed<T>(key: KeyClaim | undefined, work: (tx: Tx) => Promise<T>): Promise<T> {
     const result = await transaction(async (tx) =>
@@ -165,8 +177,10 @@ export function plantChanges({
           edit.version = (await tx.run<{ id: bigint }>(SQL.updated, edit)).rows[0]!.id;
           await tx.run(SQL.set, edit);
           plant = toPlant(edit);
-          const body: PlantUpdatedWebhook = Object.assign({}, plant, { changed });
-          await tx.run(SQL.fanOut, { event: 'plant.updated', payload: stringifyJson(body), traceContext });
+          if (subscribed(tx, 'plant.updated')) {
+            const body: PlantUpdatedWebhook = Object.assign({}, plant, { changed });
+            await tx.run(SQL.fanOut, { event: 'plant.updated', payload: stringifyJson(body), traceContext });
+          }
         }
         if (key) {
           const body = key.body === undefined ? stringifyJson(plant) : key.body;
@@ -182,8 +196,10 @@ export function plantChanges({
         await tx.run(SQL.delete, { id });
         await lockEvents(tx);
         await tx.run(SQL.deleted, { id });
-        const body: PlantDeletedWebhook = { id };
-        await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: stringifyJson(body), traceContext });
+        if (subscribed(tx, 'plant.deleted')) {
+          const body: PlantDeletedWebhook = { id };
+          await tx.run(SQL.fanOut, { event: 'plant.deleted', payload: stringifyJson(body), traceContext });
+        }
         if (key) await tx.run(SQL.answer, Object.assign({}, key, { body: key.body ?? null, version: null }));
         return true;
       }),

@@ -56,6 +56,22 @@ describe('fan-out on the SQLite store', () => {
     expect(await fannedOut(1)).toStrictEqual([payload(4)]);
   });
 
+  it('follows an endpoint registered between the updates and deletes of one commit', async () => {
+    await store.create({ id: 1n, name: 'Fern' });
+    await store.create({ id: 2n, name: 'Moss' });
+    const events: ('plant.updated' | 'plant.deleted')[] = ['plant.updated', 'plant.deleted'];
+    await Promise.all([
+      store.update({ id: 1n, name: 'Fern 2' }),
+      store.webhookEndpoints.create({ ...endpoint(1), events }, { maxPerOwner: 3 }),
+      store.update({ id: 1n, name: 'Fern 3' }),
+      store.delete(2n),
+    ]);
+    expect(await fannedOut(1)).toStrictEqual([
+      '{"id":1,"name":"Fern 3","version":4,"changed":["name"]}',
+      '{"id":2}',
+    ]);
+  });
+
   it('follows an endpoint another process registered between two commits', async () => {
     expect(await store.create({ id: 1n, name: 'Fern' }, { outbox: { endpointPayload: payload(1) } })).toEqual(
       expect.any(BigInt),

@@ -5,8 +5,15 @@ import type { Db, Params, Result, Statement, Tx } from '../sql.ts';
 import { type CommitObserver, StoreUnavailableError } from '../contract.ts';
 import { type Connection, executor } from './connection.ts';
 
-/** A group commit's transaction; `exec` runs a statement at once, for writes that need no await. */
-export type SqliteTx = Tx & { exec<R = unknown>(statement: Statement, params?: Params): Result<R> };
+/**
+ * A group commit's transaction; `exec` runs a statement at once, for writes that need no await.
+ * `kept(key, read)`: `read()`'s answer, kept for the rest of the commit until a write that appends no
+ * events runs (only such writes change what it is for: the webhook endpoints).
+ */
+export type SqliteTx = Tx & {
+  exec<R = unknown>(statement: Statement, params?: Params): Result<R>;
+  kept<T>(key: string, read: () => T): T;
+};
 
 /** A queued write; `appends`: it may append events (`watch` hears of its commit). */
 type Write = {
@@ -55,10 +62,12 @@ export function sqliteCommit(db: Connection, path: string, observer?: CommitObse
   async function commit(batch: Write[]): Promise<void> {
     const now = Date.now();
     const exec = <R>(statement: Statement, params?: Params): Result<R> => execute<R>(statement, params, now);
+    const kept = new Map<string, unknown>();
     const tx: SqliteTx = {
       exec,
       run: async (statement, params) => exec(statement, params),
       lock: async () => {},
+      kept: <T>(key: string, read: () => T) => (kept.has(key) ? kept.get(key) : kept.set(key, read()).get(key)) as T,
     };
     const results: unknown[] = [];
     try {
@@ -68,6 +77,7 @@ export function sqliteCommit(db: Connection, path: string, observer?: CommitObse
         const result = write.work(tx);
         // The plant writes run at once, with no turn of the microtask queue each.
         results.push(result instanceof Promise ? await result : result);
+        if (!write.appends) kept.clear();
       }
       commitTx!.run();
     } catch (cause) {

@@ -20,7 +20,7 @@ import {
   SCAN_ROWS,
   type Scanned,
 } from '../filtered-pages.ts';
-import type { sqliteCommit } from './commit.ts';
+import type { SqliteTx, sqliteCommit } from './commit.ts';
 import { type Connection, rowBuilder } from './connection.ts';
 
 const SQL = statements('sqlite.plants', {
@@ -76,6 +76,9 @@ export function sqlitePlants(
       if (values !== undefined && (tag === undefined || rowOf(values).tag === tag)) yield values;
     }
   }
+  // Whether the fan-out would enqueue anything: asked once a commit, not once a change.
+  const subscribed = (tx: SqliteTx, event: string) =>
+    tx.kept(`subscribed ${event}`, () => tx.exec(shared.SQL.subscribed, { event }).rows.length > 0);
   return {
     async create(plant, { outbox = {}, key, traceContext } = {}) {
       const { deliveries = [], endpointPayload } = outbox;
@@ -89,7 +92,7 @@ export function sqlitePlants(
         tx.exec(SQL.created, row);
         for (const delivery of deliveries)
           tx.exec(SQL.enqueue, traceContext ? { ...delivery, traceContext } : delivery);
-        if (endpointPayload !== undefined)
+        if (endpointPayload !== undefined && subscribed(tx, 'plant.created'))
           tx.exec(shared.SQL.fanOut, { event: 'plant.created', payload: endpointPayload, traceContext });
         if (key) tx.exec(shared.SQL.answer, Object.assign({}, key, { body: key.body ?? null, version }));
         return version;
@@ -100,6 +103,8 @@ export function sqlitePlants(
     ...shared.plantChanges({
       transaction: (work) => engine.transaction(work, true),
       lockEvents: async () => {},
+      // This engine's transactions are all SqliteTx.
+      subscribed: (tx, event) => subscribed(tx as SqliteTx, event),
     }),
     list: (options) =>
       engine.read(() => {
