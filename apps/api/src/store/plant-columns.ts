@@ -26,8 +26,20 @@ export const FIELD_COLUMNS = FIELDS.map((field) => field.column).join(', ');
 export const PLANT_COLUMNS = `id, ${FIELD_COLUMNS}, version`;
 /** The field columns' parameters, in the same order: `@name, @tag`. */
 export const FIELD_PARAMS = FIELDS.map((field) => `@${field.column}`).join(', ');
-/** An UPDATE's assignments of every field column from its parameter. */
-export const FIELD_ASSIGNMENTS = FIELDS.map((field) => `${field.column} = @${field.column}`).join(', ');
+/**
+ * Each set of field columns an update may change (every non-empty subset, in `FIELDS` order), keyed by
+ * its fields joined with `+`, with its assignments: an UPDATE that assigns a column rewrites that
+ * column's index entries even when the value stays, so an update assigns only what it changes.
+ */
+export const FIELD_CHANGES: Record<string, string> = Object.fromEntries(
+  FIELDS.reduce<(typeof FIELDS)[]>((sets, field) => [...sets, ...sets.map((set) => [...set, field])], [[]])
+    .filter((set) => set.length > 0)
+    .map((set) => [changeKey(set.map((field) => field.name)), set.map(({ column }) => `${column} = @${column}`).join(', ')]),
+);
+/** The key of `FIELD_CHANGES` for fields `changed` (in `FIELDS` order, as `applyChange` lists them). */
+export function changeKey(changed: readonly PlantFieldName[]): string {
+  return changed.join('+');
+}
 /** The UTF-8 bytes of a row's fields in SQL (`octet_length`): what a page's byte budget counts. */
 export const FIELD_BYTES = FIELDS.map((field) =>
   field.required ? `octet_length(${field.column})` : `coalesce(octet_length(${field.column}), 0)`,

@@ -16,7 +16,8 @@ import {
 } from './contract.ts';
 import {
   applyChange,
-  FIELD_ASSIGNMENTS,
+  changeKey,
+  FIELD_CHANGES,
   FIELD_BYTES,
   FIELD_COLUMNS,
   FIELD_PARAMS,
@@ -79,7 +80,6 @@ export const SQL = statements('plants', {
   lock: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id = @id {for update}`,
   updated: `INSERT INTO plant_events (type, plant_id, ${FIELD_COLUMNS}, changed, created_at)
     VALUES ('plant.updated', @id, ${FIELD_PARAMS}, @changed, {now}) RETURNING id`,
-  set: `UPDATE plants SET ${FIELD_ASSIGNMENTS}, version = @version WHERE id = @id`,
   delete: 'DELETE FROM plants WHERE id = @id',
   deleted: "INSERT INTO plant_events (type, plant_id, created_at) VALUES ('plant.deleted', @id, {now})",
   // A delivery of `@payload` to each enabled endpoint that chose `@event`, as this transaction sees them.
@@ -90,6 +90,17 @@ export const SQL = statements('plants', {
   // Whether `fanOut` would enqueue anything.
   subscribed: `SELECT 1 AS subscribed FROM webhook_endpoints WHERE ${SUBSCRIBED} LIMIT 1`,
 });
+
+/** An update of the fields a key of `FIELD_CHANGES` names (and the version): those columns only. */
+const SET = statements(
+  'plants.set',
+  Object.fromEntries(
+    Object.entries(FIELD_CHANGES).map(([key, assignments]) => [
+      key,
+      `UPDATE plants SET ${assignments}, version = @version WHERE id = @id`,
+    ]),
+  ),
+);
 
 /** PostgreSQL's own: a rare prefix's page, its plants among `@ids`, through the primary key in id order. */
 const POSTGRES = statements('postgres.plants', {
@@ -175,7 +186,7 @@ export function plantChanges({
           // Not `{ ...next, version }`: Node 20 makes such a copy slowly, in the old generation.
           const edit = Object.assign({}, next, { changed: changed.join(','), version: 0n });
           edit.version = (await tx.run<{ id: bigint }>(SQL.updated, edit)).rows[0]!.id;
-          await tx.run(SQL.set, edit);
+          await tx.run(SET[changeKey(changed)]!, edit);
           plant = toPlant(edit);
           if (subscribed(tx, 'plant.updated')) {
             const body: PlantUpdatedWebhook = Object.assign({}, plant, { changed });

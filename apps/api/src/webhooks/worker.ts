@@ -16,6 +16,7 @@ import { AttemptCut, redactUrl, sendDelivery, urlDigest, webhookSigner } from '.
 import {
   ATTEMPTS_IN_ALL,
   CLAIMS_AT_ONCE,
+  CLAIMS_PER_WRITE,
   FORGET_AFTER_MS,
   HELD_IN_ALL,
   HELD_PER_SUBSCRIBER,
@@ -295,7 +296,8 @@ export function startDeliveryWorker({
     if (keys.length > 0) connections ??= await import('./connections.ts');
     sharing = Math.max(subscribers.size, keys.length);
     // Operator URLs contain "://", endpoint ids never do: one map holds both.
-    const claimFor = async (key: string) => {
+    /** The subscriber of `key` with the deliveries it may claim now held for it, if any. */
+    const wanting = async (key: string) => {
       let to: Subscriber | undefined;
       try {
         to = key.includes('://')
@@ -308,32 +310,46 @@ export function startDeliveryWorker({
           : await endpointSubscriber(key);
       } catch (error) {
         log.warn({ endpointId: key, reason: describeCauses(error) }, 'webhook endpoint not readable');
-        return;
+        return undefined;
       }
-      if (to === undefined) return;
+      if (to === undefined) return undefined;
       const limit = claimLimit(to);
       to.saturated = limit === 0 && !to.breaker.failing();
-      if (limit === 0 || stopping.signal.aborted) return;
-      // Measured before the claim, so before the store starts the lease.
-      const startBy = performance.now() + config.leaseMs - config.timeoutMs;
-      let claimed: Delivery[];
+      if (limit === 0 || stopping.signal.aborted) return undefined;
       to.held += limit;
       heldInAll += limit;
-      try {
-        claimed = await outbox.claim({ ...to.target, limit, leaseMs: config.leaseMs });
-      } catch (error) {
-        log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
-        claimed = [];
-      }
-      unhold(to, limit - claimed.length);
-      for (const delivery of claimed) to.queue.push({ delivery, startBy });
-      // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
-      to.saturated = claimed.length === limit && !to.breaker.failing();
-      pump(to);
+      return { to, limit };
     };
-    const inBatches = async (of: string[]) => {
-      for (let i = 0; i < of.length; i += CLAIMS_AT_ONCE)
-        await Promise.all(of.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+    /** Claims for `keys`, CLAIMS_PER_WRITE subscribers in one write (their endpoints read CLAIMS_AT_ONCE at a time). */
+    const inBatches = async (keys: string[]) => {
+      for (let i = 0; i < keys.length; i += CLAIMS_PER_WRITE) {
+        const wanted: { to: Subscriber; limit: number }[] = [];
+        for (let j = i; j < Math.min(i + CLAIMS_PER_WRITE, keys.length); j += CLAIMS_AT_ONCE) {
+          for (const one of await Promise.all(keys.slice(j, j + CLAIMS_AT_ONCE).map(wanting)))
+            if (one) wanted.push(one);
+        }
+        if (wanted.length === 0) continue;
+        // Measured before the claim, so before the store starts the lease.
+        const startBy = performance.now() + config.leaseMs - config.timeoutMs;
+        let claimed: Delivery[][];
+        try {
+          claimed = await outbox.claimEach(
+            wanted.map(({ to, limit }) => ({ ...to.target, limit })),
+            config.leaseMs,
+          );
+        } catch (error) {
+          log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
+          claimed = wanted.map(() => []);
+        }
+        for (const [n, { to, limit }] of wanted.entries()) {
+          const got = claimed[n]!;
+          unhold(to, limit - got.length);
+          for (const delivery of got) to.queue.push({ delivery, startBy });
+          // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
+          to.saturated = got.length === limit && !to.breaker.failing();
+          pump(to);
+        }
+      }
     };
     // Failing subscribers' claims run on a chain of their own that the round does not wait for.
     const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));
