@@ -31,11 +31,13 @@ export const FIELD_PARAMS = FIELDS.map((field) => `@${field.column}`).join(', ')
  * its fields joined with `+`, with its assignments: an UPDATE that assigns a column rewrites that
  * column's index entries even when the value stays, so an update assigns only what it changes.
  */
-export const FIELD_CHANGES: Record<string, string> = Object.fromEntries(
-  FIELDS.reduce<(typeof FIELDS)[]>((sets, field) => [...sets, ...sets.map((set) => [...set, field])], [[]])
-    .filter((set) => set.length > 0)
-    .map((set) => [changeKey(set.map((field) => field.name)), set.map(({ column }) => `${column} = @${column}`).join(', ')]),
-);
+export const FIELD_CHANGES: Record<string, string> = {};
+for (let mask = 1; mask < 2 ** FIELDS.length; mask++) {
+  const set = FIELDS.filter((_, i) => mask & (2 ** i));
+  FIELD_CHANGES[changeKey(set.map((field) => field.name))] = set
+    .map(({ column }) => `${column} = @${column}`)
+    .join(', ');
+}
 /** The key of `FIELD_CHANGES` for fields `changed` (in `FIELDS` order, as `applyChange` lists them). */
 export function changeKey(changed: readonly PlantFieldName[]): string {
   return changed.join('+');

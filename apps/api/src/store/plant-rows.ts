@@ -1,8 +1,4 @@
-import {
-  type PlantDeletedWebhook,
-  type PlantUpdatedWebhook,
-  stringifyJson,
-} from '@plant-store/schema';
+import { type PlantDeletedWebhook, type PlantUpdatedWebhook, stringifyJson } from '@plant-store/schema';
 import { budgeted, candidates, PREFIX_INDEX_ROWS, prefixRange, SCAN_ROWS } from './filtered-pages.ts';
 import { type Db, type Statement, statements, type Tx } from './sql.ts';
 import {
@@ -32,9 +28,9 @@ export function filterOf({ tag, namePrefix }: ListOptions): Filter | undefined {
   return namePrefix === undefined ? 'tag' : 'both';
 }
 
-const TAG = 'tag = @tag';
+export const TAG = 'tag = @tag';
 // Compared exactly, code point by code point (no collation, no LIKE patterns), on both stores.
-const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
+export const PREFIX = 'substr(name, 1, length(@namePrefix)) = @namePrefix';
 
 /**
  * The plants (filtered) in id order from `@from`, at most `@limit` (a tag reads its index, plants_tag);

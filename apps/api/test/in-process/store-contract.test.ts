@@ -454,8 +454,14 @@ describe.each(testStores())('the $name store', (testStore) => {
     });
 
     it('claims for several subscribers in one call, each up to its limit, each delivery once', async () => {
-      await store.create({ id: 1n, name: 'Fern' }, { outbox: { deliveries: [delivery(1, A), delivery(2, B)] } });
-      await store.create({ id: 2n, name: 'Moss' }, { outbox: { deliveries: [delivery(3, A), delivery(4, B)] } });
+      await store.create(
+        { id: 1n, name: 'Fern' },
+        { outbox: { deliveries: [delivery(1, A), delivery(2, B)] } },
+      );
+      await store.create(
+        { id: 2n, name: 'Moss' },
+        { outbox: { deliveries: [delivery(3, A), delivery(4, B)] } },
+      );
       await store.create({ id: 3n, name: 'Ivy' }, { outbox: { deliveries: [delivery(5, A)] } });
       const ids = (claimed: { id: string }[][]) => claimed.map((each) => each.map((d) => d.id).sort());
       const first = await store.deliveries.claimEach(
@@ -473,9 +479,17 @@ describe.each(testStores())('the $name store', (testStore) => {
       ]);
       expect(first[0]!.map((d) => d.attempts)).toStrictEqual([1, 1]);
       // Leased: a second call gets only what the first left.
-      expect(ids(await store.deliveries.claimEach([{ url: B, limit: 10 }, { url: A, limit: 10 }], 60_000))).toStrictEqual(
-        [[], [delivery(5, A).id]],
-      );
+      expect(
+        ids(
+          await store.deliveries.claimEach(
+            [
+              { url: B, limit: 10 },
+              { url: A, limit: 10 },
+            ],
+            60_000,
+          ),
+        ),
+      ).toStrictEqual([[], [delivery(5, A).id]]);
     });
 
     it('writes exactly the outbox rows a create is given, and none for a duplicate id', async () => {

@@ -67,7 +67,8 @@ export function sqliteCommit(db: Connection, path: string, observer?: CommitObse
       exec,
       run: async (statement, params) => exec(statement, params),
       lock: async () => {},
-      kept: <T>(key: string, read: () => T) => (kept.has(key) ? kept.get(key) : kept.set(key, read()).get(key)) as T,
+      kept: <T>(key: string, read: () => T) =>
+        (kept.has(key) ? kept.get(key) : kept.set(key, read()).get(key)) as T,
     };
     const results: unknown[] = [];
     try {

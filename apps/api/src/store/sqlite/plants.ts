@@ -1,4 +1,6 @@
 import type { PlantWithId } from '@plant-store/schema';
+import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore } from '../contract.ts';
+import { budgeted, PREFIX_INDEX_ROWS, prefixRange, SCAN_ROWS, type Scanned } from '../filtered-pages.ts';
 import {
   FIELD_BYTES,
   FIELD_COLUMNS,
@@ -11,15 +13,6 @@ import {
 } from '../plant-columns.ts';
 import * as shared from '../plant-rows.ts';
 import { bind, type Statement, statements } from '../sql.ts';
-import { KeyClaimLostError, PAGE_BUDGET_BYTES, type PlantStore } from '../contract.ts';
-import {
-  budgeted,
-  candidates,
-  PREFIX_INDEX_ROWS,
-  prefixRange,
-  SCAN_ROWS,
-  type Scanned,
-} from '../filtered-pages.ts';
 import type { SqliteTx, sqliteCommit } from './commit.ts';
 import { type Connection, rowBuilder } from './connection.ts';
 
@@ -37,8 +30,6 @@ const SQL = statements('sqlite.plants', {
 const PAGES = statements('sqlite.plants.page', {
   all: shared.filtered(),
   tag: shared.filtered('tag'),
-  prefix: shared.filtered('prefix'),
-  both: shared.filtered('both'),
 });
 // A page's text bytes, read from an index (each length from its row's header): within budget, one all() reads it.
 function bytes(filter?: 'tag') {
@@ -48,7 +39,24 @@ function bytes(filter?: 'tag') {
 }
 const BYTES = statements('sqlite.plants.bytes', { all: bytes(), tag: bytes('tag') });
 
-const GET = statements('sqlite.plants.byId', { row: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id = @id` });
+/**
+ * A `name_prefix` page: how many names start with it (a range of plants_name, counted up to `@hits`)
+ * says which way. A rare one's plants are looked up by id, in id order; a common one's page is the
+ * first `@budget` plants from `@from` (of the tag, through plants_tag), filtered in the same pass, so
+ * a full page stops where it fills and only a short one asks where its budget ended.
+ */
+const PREFIX_PAGES = statements('sqlite.plants.prefix', {
+  hitCount: `SELECT count(*) FROM (SELECT 1 FROM plants WHERE name >= @low AND name < @high LIMIT @hits) AS hit`,
+  hits: `SELECT ${PLANT_COLUMNS} FROM plants WHERE id IN (SELECT id FROM plants WHERE name >= @low AND name < @high)
+    AND id >= @from AND (@tag IS NULL OR ${shared.TAG}) ORDER BY id LIMIT @limit`,
+  scan: budgetScan(),
+  scanTag: budgetScan(shared.TAG),
+});
+function budgetScan(tag?: string) {
+  return `SELECT ${PLANT_COLUMNS} FROM (SELECT ${PLANT_COLUMNS} FROM plants
+      WHERE ${tag ? `${tag} AND ` : ''}id >= @from ORDER BY id LIMIT @budget) AS scanned
+    WHERE ${shared.PREFIX} ORDER BY id LIMIT @limit`;
+}
 
 /** The SQLite store's plant writes, in its group commit, and its pages. */
 export function sqlitePlants(
@@ -65,17 +73,15 @@ export function sqlitePlants(
       .map(({ name }) => name),
   );
   const sizes = new Map(Object.values(BYTES).map((size) => [size, prepare<bigint>(size).pluck(true)]));
-  const hits = prepare<bigint>(shared.SQL.hits).pluck(true);
-  const row = prepare<unknown[]>(GET.row).raw(true);
+  const hitCount = prepare<bigint>(PREFIX_PAGES.hitCount).pluck(true);
+  const prefixPages = new Map(
+    [PREFIX_PAGES.hits, PREFIX_PAGES.scan, PREFIX_PAGES.scanTag].map((page) => [
+      page,
+      prepare<unknown[]>(page).raw(true),
+    ]),
+  );
   const scans = { prefix: shared.SQL['scanned.prefix'], both: shared.SQL['scanned.both'] };
   const scanned = { prefix: prepare<Scanned>(scans.prefix), both: prepare<Scanned>(scans.both) };
-  /** The plants of `ids` (ascending) tagged `tag`, if given: a rare prefix's, read one by one. */
-  function* byId(ids: readonly bigint[], tag: string | undefined) {
-    for (const id of ids) {
-      const values = row.get(id);
-      if (values !== undefined && (tag === undefined || rowOf(values).tag === tag)) yield values;
-    }
-  }
   // Whether the fan-out would enqueue anything: asked once a commit, not once a change.
   const subscribed = (tx: SqliteTx, event: string) =>
     tx.kept(`subscribed ${event}`, () => tx.exec(shared.SQL.subscribed, { event }).rows.length > 0);
@@ -112,25 +118,33 @@ export function sqlitePlants(
         const from = shared.pageStart(after);
         if (from === undefined) return { plants: [], more: false };
         const filter = shared.filterOf(options) ?? 'all';
-        const page = pages.get(PAGES[filter])!;
-        const params = Object.assign({}, options, { from, limit, to: 0n, budget: SCAN_ROWS });
+        const params = Object.assign({}, options, { from, limit, budget: SCAN_ROWS });
         if (filter === 'prefix' || filter === 'both') {
           const range = prefixRange(options.namePrefix!);
-          const ids =
-            range && hits.all(...bind(shared.SQL.hits.sqlite, { ...range, hits: PREFIX_INDEX_ROWS + 1 }));
-          if (ids && ids.length <= PREFIX_INDEX_ROWS)
-            return byRow(byId(candidates(ids, from), options.tag), rowOf, limit, maxBytes);
+          const counted =
+            range &&
+            hitCount.get(...bind(PREFIX_PAGES.hitCount.sqlite, { ...range, hits: PREFIX_INDEX_ROWS + 1 }));
+          const prefixPage = (page: Statement, values: Record<string, unknown>) =>
+            byRow(prefixPages.get(page)!.iterate(...bind(page.sqlite, values)), rowOf, limit, maxBytes);
+          if (counted !== undefined && counted <= PREFIX_INDEX_ROWS)
+            return prefixPage(PREFIX_PAGES.hits, {
+              ...range,
+              from,
+              tag: options.tag ?? null,
+              limit: limit + 1,
+            });
+          const found = prefixPage(
+            filter === 'both' ? PREFIX_PAGES.scanTag : PREFIX_PAGES.scan,
+            Object.assign({}, params, { limit: limit + 1 }),
+          );
+          if (found.more) return found;
           const scan = scanned[filter].get(...bind(scans[filter].sqlite, params))!;
-          params.to = scan.through ?? from;
-          const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
-          return budgeted(byRow(page.iterate(...args), rowOf, limit, maxBytes), {
-            seen: Number(scan.seen),
-            through: scan.through,
-          });
+          return budgeted(found, { seen: Number(scan.seen), through: scan.through });
         }
+        const page = pages.get(PAGES[filter])!;
         const args = bind(PAGES[filter].sqlite, Object.assign({}, params, { limit: limit + 1 }));
-        const size = filter === 'all' || filter === 'tag' ? BYTES[filter] : undefined;
-        if (size && sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
+        const size = BYTES[filter];
+        if (sizes.get(size)!.get(...bind(size.sqlite, params))! <= maxBytes) {
           const rows = page.all(...args);
           return {
             plants: rows.slice(0, limit).map((row) => toPlant(rowOf(row))),
