@@ -63,7 +63,7 @@ export function createLogger(
 export const LOG_BUFFER_BYTES = 8 * 1024 * 1024;
 
 /** Longest a log line waits in the process before it is written. */
-export const LOG_FLUSH_MS = 100;
+export const LOG_FLUSH_MS = 10;
 
 type Destination = ReturnType<typeof pino.destination>;
 
