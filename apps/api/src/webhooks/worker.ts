@@ -1,14 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Tracer } from '@opentelemetry/api';
-import type { Logger } from 'pino';
-import type { Standing } from '../auth/tokens.ts';
 import { describeCauses } from '../causes.ts';
-import type { WebhookConfig } from '../config/config.ts';
-import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/contract.ts';
+import type { Delivery } from '../store/contract.ts';
 import { startAttemptSpan } from '../tracing/delivery.ts';
 import { createBreaker } from './breaker.ts';
-import { type EndpointSettings, endpointSigner, withheld } from './endpoints.ts';
 import type { openConnections } from './connections.ts';
+import { endpointSigner, withheld } from './endpoints.ts';
 import { batched, wakeableNaps } from './naps.ts';
 import { outcomeRecorder } from './outcomes.ts';
 import { startOutboxRetention } from './retention.ts';
@@ -23,34 +19,9 @@ import {
   MAX_SUBSCRIBERS,
   type Subscriber,
 } from './subscriber.ts';
+import type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts';
 
-export type DeliveryWorker = {
-  /**
-   * Stops claiming, waits up to `graceMs` for the attempts in flight, then abandons the rest: they
-   * are due again at once, for another instance or the next start. Call it before closing the store.
-   */
-  stop(graceMs: number): Promise<void>;
-};
-
-export type DeliveryWorkerOptions = {
-  outbox: DeliveryOutbox;
-  config: WebhookConfig;
-  log: Logger;
-  /**
-   * The registered endpoints, delivered to when their settings have a secrets key; without it only
-   * the operator subscribers (WEBHOOK_URLS) are. `owner` says where an endpoint's owner stands
-   * (principals.ts): only an active owner with `read` is delivered to.
-   */
-  endpoints?: {
-    store: WebhookEndpointStore;
-    settings: EndpointSettings;
-    owner: (name: string) => Promise<Standing>;
-  };
-  /** prom-client's (from metrics.ts): attempts by outcome, deliveries given up, open circuit breakers. */
-  metrics?: Parameters<typeof outcomeRecorder>[3] & { webhookCircuitsOpen: { set(value: number): void } };
-  /** With tracing on: a CLIENT span per attempt, its `traceparent` sent to the receiver. */
-  tracer?: Tracer;
-};
+export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts';
 
 /**
  * Drains the webhook outbox, one subscriber at a time so that none can starve another: each
@@ -321,11 +292,11 @@ export function startDeliveryWorker({
       return { to, limit };
     };
     /** Claims for `keys`, CLAIMS_PER_WRITE subscribers in one write (their endpoints read CLAIMS_AT_ONCE at a time). */
-    const inBatches = async (keys: string[]) => {
-      for (let i = 0; i < keys.length; i += CLAIMS_PER_WRITE) {
+    const inBatches = async (of: string[]) => {
+      for (let i = 0; i < of.length; i += CLAIMS_PER_WRITE) {
         const wanted: { to: Subscriber; limit: number }[] = [];
-        for (let j = i; j < Math.min(i + CLAIMS_PER_WRITE, keys.length); j += CLAIMS_AT_ONCE) {
-          for (const one of await Promise.all(keys.slice(j, j + CLAIMS_AT_ONCE).map(wanting)))
+        for (let j = i; j < Math.min(i + CLAIMS_PER_WRITE, of.length); j += CLAIMS_AT_ONCE) {
+          for (const one of await Promise.all(of.slice(j, j + CLAIMS_AT_ONCE).map(wanting)))
             if (one) wanted.push(one);
         }
         if (wanted.length === 0) continue;
