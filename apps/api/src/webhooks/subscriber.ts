@@ -5,7 +5,7 @@ import type { Signer } from './send.ts';
 
 /** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
 export const MAX_SUBSCRIBERS = 1_000;
-/** Subscribers' endpoints read at once as a round claims: the store's connections also serve requests. */
+/** Claim writes in flight at once: the store's connections also serve requests. */
 export const CLAIMS_AT_ONCE = 4;
 /**
  * Subscribers claimed for in one write (`claimEach`): one commit, and one connection, for many. A claim

@@ -291,36 +291,44 @@ export function startDeliveryWorker({
       heldInAll += limit;
       return { to, limit };
     };
-    /** Claims for `keys`, CLAIMS_PER_WRITE subscribers in one write (their endpoints read CLAIMS_AT_ONCE at a time). */
-    const inBatches = async (of: string[]) => {
-      for (let i = 0; i < of.length; i += CLAIMS_PER_WRITE) {
-        const wanted: { to: Subscriber; limit: number }[] = [];
-        for (let j = i; j < Math.min(i + CLAIMS_PER_WRITE, of.length); j += CLAIMS_AT_ONCE) {
-          for (const one of await Promise.all(of.slice(j, j + CLAIMS_AT_ONCE).map(wanting)))
-            if (one) wanted.push(one);
-        }
-        if (wanted.length === 0) continue;
-        // Measured before the claim, so before the store starts the lease.
-        const startBy = performance.now() + config.leaseMs - config.timeoutMs;
-        let claimed: Delivery[][];
-        try {
-          claimed = await outbox.claimEach(
-            wanted.map(({ to, limit }) => ({ ...to.target, limit })),
-            config.leaseMs,
-          );
-        } catch (error) {
-          log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
-          claimed = wanted.map(() => []);
-        }
-        for (const [n, { to, limit }] of wanted.entries()) {
-          const got = claimed[n]!;
-          unhold(to, limit - got.length);
-          for (const delivery of got) to.queue.push({ delivery, startBy });
-          // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
-          to.saturated = got.length === limit && !to.breaker.failing();
-          pump(to);
-        }
+    /** Claims for the subscribers of `of` in one write (one transaction), queueing what each got. */
+    const claimTogether = async (of: string[]) => {
+      const wanted: { to: Subscriber; limit: number }[] = [];
+      for (const key of of) {
+        const one = await wanting(key);
+        if (one) wanted.push(one);
       }
+      if (wanted.length === 0) return;
+      // Measured before the claim, so before the store starts the lease.
+      const startBy = performance.now() + config.leaseMs - config.timeoutMs;
+      const claimed = await outbox
+        .claimEach(
+          wanted.map(({ to, limit }) => ({ ...to.target, limit })),
+          config.leaseMs,
+        )
+        .catch((error) => {
+          log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
+          return wanted.map((): Delivery[] => []);
+        });
+      for (const [n, { to, limit }] of wanted.entries()) {
+        const got = claimed[n]!;
+        unhold(to, limit - got.length);
+        for (const delivery of got) to.queue.push({ delivery, startBy });
+        // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
+        to.saturated = got.length === limit && !to.breaker.failing();
+        pump(to);
+      }
+    };
+    /**
+     * Claims for `of` in CLAIMS_AT_ONCE writes at a time (connections: the store's also serve
+     * requests), each for at most CLAIMS_PER_WRITE subscribers.
+     */
+    const inBatches = async (of: string[]) => {
+      const size = Math.min(CLAIMS_PER_WRITE, Math.max(1, Math.ceil(of.length / CLAIMS_AT_ONCE)));
+      const writes: string[][] = [];
+      for (let i = 0; i < of.length; i += size) writes.push(of.slice(i, i + size));
+      for (let i = 0; i < writes.length; i += CLAIMS_AT_ONCE)
+        await Promise.all(writes.slice(i, i + CLAIMS_AT_ONCE).map(claimTogether));
     };
     // Failing subscribers' claims run on a chain of their own that the round does not wait for.
     const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));
