@@ -5,13 +5,8 @@ import type { Signer } from './send.ts';
 
 /** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
 export const MAX_SUBSCRIBERS = 1_000;
-/** Claim writes in flight at once: the store's connections also serve requests. */
+/** Claims in flight at once: the store's connections also serve requests. */
 export const CLAIMS_AT_ONCE = 4;
-/**
- * Subscribers claimed for in one write (`claimEach`): one commit, and one connection, for many. A claim
- * each, in a write of its own, held 1,000 endpoints' deliveries for a round of 250 commits (issue 42).
- */
-export const CLAIMS_PER_WRITE = 64;
 /**
  * Most deliveries one subscriber holds (claimed and not yet recorded: queued, being attempted, or
  * their outcome being written). Claiming many at once keeps up with creates, though each claim is a

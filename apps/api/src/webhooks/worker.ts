@@ -1,10 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Tracer } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { Standing } from '../auth/tokens.ts';
 import { describeCauses } from '../causes.ts';
-import type { Delivery } from '../store/contract.ts';
+import type { WebhookConfig } from '../config/config.ts';
+import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/contract.ts';
 import { startAttemptSpan } from '../tracing/delivery.ts';
 import { createBreaker } from './breaker.ts';
+import { type EndpointSettings, endpointSigner, withheld } from './endpoints.ts';
 import type { openConnections } from './connections.ts';
-import { endpointSigner, withheld } from './endpoints.ts';
 import { batched, wakeableNaps } from './naps.ts';
 import { outcomeRecorder } from './outcomes.ts';
 import { startOutboxRetention } from './retention.ts';
@@ -12,16 +16,40 @@ import { AttemptCut, redactUrl, sendDelivery, urlDigest, webhookSigner } from '.
 import {
   ATTEMPTS_IN_ALL,
   CLAIMS_AT_ONCE,
-  CLAIMS_PER_WRITE,
   FORGET_AFTER_MS,
   HELD_IN_ALL,
   HELD_PER_SUBSCRIBER,
   MAX_SUBSCRIBERS,
   type Subscriber,
 } from './subscriber.ts';
-import type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts';
 
-export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts';
+export type DeliveryWorker = {
+  /**
+   * Stops claiming, waits up to `graceMs` for the attempts in flight, then abandons the rest: they
+   * are due again at once, for another instance or the next start. Call it before closing the store.
+   */
+  stop(graceMs: number): Promise<void>;
+};
+
+export type DeliveryWorkerOptions = {
+  outbox: DeliveryOutbox;
+  config: WebhookConfig;
+  log: Logger;
+  /**
+   * The registered endpoints, delivered to when their settings have a secrets key; without it only
+   * the operator subscribers (WEBHOOK_URLS) are. `owner` says where an endpoint's owner stands
+   * (principals.ts): only an active owner with `read` is delivered to.
+   */
+  endpoints?: {
+    store: WebhookEndpointStore;
+    settings: EndpointSettings;
+    owner: (name: string) => Promise<Standing>;
+  };
+  /** prom-client's (from metrics.ts): attempts by outcome, deliveries given up, open circuit breakers. */
+  metrics?: Parameters<typeof outcomeRecorder>[3] & { webhookCircuitsOpen: { set(value: number): void } };
+  /** With tracing on: a CLIENT span per attempt, its `traceparent` sent to the receiver. */
+  tracer?: Tracer;
+};
 
 /**
  * Drains the webhook outbox, one subscriber at a time so that none can starve another: each
@@ -267,8 +295,7 @@ export function startDeliveryWorker({
     if (keys.length > 0) connections ??= await import('./connections.ts');
     sharing = Math.max(subscribers.size, keys.length);
     // Operator URLs contain "://", endpoint ids never do: one map holds both.
-    /** The subscriber of `key` with the deliveries it may claim now held for it, if any. */
-    const wanting = async (key: string) => {
+    const claimFor = async (key: string) => {
       let to: Subscriber | undefined;
       try {
         to = key.includes('://')
@@ -281,54 +308,32 @@ export function startDeliveryWorker({
           : await endpointSubscriber(key);
       } catch (error) {
         log.warn({ endpointId: key, reason: describeCauses(error) }, 'webhook endpoint not readable');
-        return undefined;
+        return;
       }
-      if (to === undefined) return undefined;
+      if (to === undefined) return;
       const limit = claimLimit(to);
       to.saturated = limit === 0 && !to.breaker.failing();
-      if (limit === 0 || stopping.signal.aborted) return undefined;
-      to.held += limit;
-      heldInAll += limit;
-      return { to, limit };
-    };
-    /** Claims for the subscribers of `of` in one write (one transaction), queueing what each got. */
-    const claimTogether = async (of: string[]) => {
-      const wanted: { to: Subscriber; limit: number }[] = [];
-      for (const key of of) {
-        const one = await wanting(key);
-        if (one) wanted.push(one);
-      }
-      if (wanted.length === 0) return;
+      if (limit === 0 || stopping.signal.aborted) return;
       // Measured before the claim, so before the store starts the lease.
       const startBy = performance.now() + config.leaseMs - config.timeoutMs;
-      const claimed = await outbox
-        .claimEach(
-          wanted.map(({ to, limit }) => ({ ...to.target, limit })),
-          config.leaseMs,
-        )
-        .catch((error) => {
-          log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
-          return wanted.map((): Delivery[] => []);
-        });
-      for (const [n, { to, limit }] of wanted.entries()) {
-        const got = claimed[n]!;
-        unhold(to, limit - got.length);
-        for (const delivery of got) to.queue.push({ delivery, startBy });
-        // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
-        to.saturated = got.length === limit && !to.breaker.failing();
-        pump(to);
+      let claimed: Delivery[];
+      to.held += limit;
+      heldInAll += limit;
+      try {
+        claimed = await outbox.claim({ ...to.target, limit, leaseMs: config.leaseMs });
+      } catch (error) {
+        log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
+        claimed = [];
       }
+      unhold(to, limit - claimed.length);
+      for (const delivery of claimed) to.queue.push({ delivery, startBy });
+      // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
+      to.saturated = claimed.length === limit && !to.breaker.failing();
+      pump(to);
     };
-    /**
-     * Claims for `of` in CLAIMS_AT_ONCE writes at a time (connections: the store's also serve
-     * requests), each for at most CLAIMS_PER_WRITE subscribers.
-     */
     const inBatches = async (of: string[]) => {
-      const size = Math.min(CLAIMS_PER_WRITE, Math.max(1, Math.ceil(of.length / CLAIMS_AT_ONCE)));
-      const writes: string[][] = [];
-      for (let i = 0; i < of.length; i += size) writes.push(of.slice(i, i + size));
-      for (let i = 0; i < writes.length; i += CLAIMS_AT_ONCE)
-        await Promise.all(writes.slice(i, i + CLAIMS_AT_ONCE).map(claimTogether));
+      for (let i = 0; i < of.length; i += CLAIMS_AT_ONCE)
+        await Promise.all(of.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
     };
     // Failing subscribers' claims run on a chain of their own that the round does not wait for.
     const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));
