@@ -94,11 +94,9 @@ const HealthSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Health' }
 const ProviderSchema = z
   .object({
     issuer: z.string().meta({ description: 'The OpenID provider (its discovery document is under it)' }),
-    clientId: z
-      .string()
-      .meta({
-        description: 'The public client to sign in with (authorization code + PKCE, or the device flow)',
-      }),
+    clientId: z.string().meta({
+      description: 'The public client to sign in with (authorization code + PKCE, or the device flow)',
+    }),
     audience: z.string().meta({ description: 'The audience (resource) access tokens must be issued for' }),
     scopes: z.array(z.string()).meta({ description: 'The scopes to ask for' }),
   })

@@ -203,8 +203,8 @@ type Traced = { traceContext?: string | undefined };
 export interface DeliveryOutbox {
   /** Leases up to `limit` due deliveries of one subscriber (each gets its share) for `leaseMs`. */
   claim(options: Subscriber & { limit: number; leaseMs: number }): Promise<Delivery[]>;
-  /** `claim` for each of `claims` (in order), in one transaction: a round's many subscribers, one commit. */
-  claimEach(claims: readonly (Subscriber & { limit: number })[], leaseMs: number): Promise<Delivery[][]>;
+  /** Claims worth having in flight at once (independent ones, for different subscribers). */
+  readonly claimsAtOnce: number;
   /** Up to `limit` operator URLs with pending deliveries (due or not). */
   pendingUrls(options: { limit: number }): Promise<string[]>;
   /** Up to `limit` endpoints with pending deliveries (due or not). */

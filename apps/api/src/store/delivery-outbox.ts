@@ -141,16 +141,7 @@ export function deliveryOutbox(db: Db): DeliveryOutbox {
       const statement = 'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint;
       return (await db.run<DeliveryRow>(statement, options)).rows.map(toDelivery);
     },
-    /** `claim` for each of `claims`, in one transaction: a round's many subscribers, one commit. */
-    claimEach: (claims, leaseMs) =>
-      db.transaction(async (tx) => {
-        const claimed: Delivery[][] = [];
-        for (const options of claims) {
-          const statement = 'url' in options ? SQL.claimForUrl : SQL.claimForEndpoint;
-          claimed.push((await tx.run<DeliveryRow>(statement, { ...options, leaseMs })).rows.map(toDelivery));
-        }
-        return claimed;
-      }),
+    claimsAtOnce: db.writesAtOnce,
     /** Up to `limit` operator URLs, and endpoints, with pending deliveries (due or not). */
     pendingUrls: (options: { limit: number }) => values(SQL.pendingUrls, options),
     pendingEndpoints: (options: { limit: number }) => values(SQL.pendingEndpoints, options),

@@ -5,8 +5,6 @@ import type { Signer } from './send.ts';
 
 /** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
 export const MAX_SUBSCRIBERS = 1_000;
-/** Claims in flight at once: the store's connections also serve requests. */
-export const CLAIMS_AT_ONCE = 4;
 /**
  * Most deliveries one subscriber holds (claimed and not yet recorded: queued, being attempted, or
  * their outcome being written). Claiming many at once keeps up with creates, though each claim is a

@@ -15,7 +15,6 @@ import { startOutboxRetention } from './retention.ts';
 import { AttemptCut, redactUrl, sendDelivery, urlDigest, webhookSigner } from './send.ts';
 import {
   ATTEMPTS_IN_ALL,
-  CLAIMS_AT_ONCE,
   FORGET_AFTER_MS,
   HELD_IN_ALL,
   HELD_PER_SUBSCRIBER,
@@ -332,8 +331,8 @@ export function startDeliveryWorker({
       pump(to);
     };
     const inBatches = async (of: string[]) => {
-      for (let i = 0; i < of.length; i += CLAIMS_AT_ONCE)
-        await Promise.all(of.slice(i, i + CLAIMS_AT_ONCE).map(claimFor));
+      for (let i = 0; i < of.length; i += outbox.claimsAtOnce)
+        await Promise.all(of.slice(i, i + outbox.claimsAtOnce).map(claimFor));
     };
     // Failing subscribers' claims run on a chain of their own that the round does not wait for.
     const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));

@@ -453,43 +453,35 @@ describe.each(testStores())('the $name store', (testStore) => {
       payload: `{"n":${n}}`,
     });
 
-    it('claims for several subscribers in one call, each up to its limit, each delivery once', async () => {
+    it('serves claimsAtOnce claims at once, for as many subscribers, each its own deliveries once; SQLite in one commit', async () => {
+      const at = store.deliveries.claimsAtOnce;
+      // SQLite's queue into one group commit; PostgreSQL's each hold a pooled connection.
+      expect(at).toBe(testStore.name === 'sqlite' ? 64 : 4);
+      const urls = Array.from({ length: at }, (_, i) => `http://127.0.0.1:9/s${i}`);
       await store.create(
         { id: 1n, name: 'Fern' },
-        { outbox: { deliveries: [delivery(1, A), delivery(2, B)] } },
+        {
+          outbox: { deliveries: urls.flatMap((url, i) => [delivery(2 * i, url), delivery(2 * i + 1, url)]) },
+        },
       );
-      await store.create(
-        { id: 2n, name: 'Moss' },
-        { outbox: { deliveries: [delivery(3, A), delivery(4, B)] } },
-      );
-      await store.create({ id: 3n, name: 'Ivy' }, { outbox: { deliveries: [delivery(5, A)] } });
-      const ids = (claimed: { id: string }[][]) => claimed.map((each) => each.map((d) => d.id).sort());
-      const first = await store.deliveries.claimEach(
-        [
-          { url: A, limit: 2 },
-          { url: B, limit: 10 },
-          { url: 'http://127.0.0.1:9/none', limit: 10 },
-        ],
-        lease.leaseMs,
-      );
-      expect(ids(first)).toStrictEqual([
-        [delivery(1, A).id, delivery(3, A).id],
-        [delivery(2, B).id, delivery(4, B).id],
-        [],
-      ]);
-      expect(first[0]!.map((d) => d.attempts)).toStrictEqual([1, 1]);
-      // Leased: a second call gets only what the first left.
-      expect(
-        ids(
-          await store.deliveries.claimEach(
-            [
-              { url: B, limit: 10 },
-              { url: A, limit: 10 },
-            ],
-            60_000,
-          ),
-        ),
-      ).toStrictEqual([[], [delivery(5, A).id]]);
+      let commits = 0;
+      const observed = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store, {
+        commits: { queued: () => true, committing: () => (commits++, { end() {} }) },
+      });
+      try {
+        const claimed = await Promise.all(
+          urls.map((url) => observed.deliveries.claim({ url, limit: 10, ...lease })),
+        );
+        expect(claimed.map((got) => got.map((d) => d.id).sort())).toStrictEqual(
+          urls.map((url, i) => [delivery(2 * i, url).id, delivery(2 * i + 1, url).id]),
+        );
+      } finally {
+        await observed.close();
+      }
+      // Leased: nothing is claimed twice.
+      for (const url of urls)
+        expect(await store.deliveries.claim({ url, limit: 10, ...lease })).toStrictEqual([]);
+      if (testStore.name === 'sqlite') expect(commits).toBe(1);
     });
 
     it('writes exactly the outbox rows a create is given, and none for a duplicate id', async () => {

@@ -96,6 +96,8 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
           ),
         ),
       ),
+    // The pool also serves requests.
+    writesAtOnce: 4,
   };
 
   return {
