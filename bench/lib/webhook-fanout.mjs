@@ -3,9 +3,10 @@
 // in 10 refusing connections (a port nothing listens on), 1 in 10 never answering (a TCP server
 // here that accepts and stays silent, so each attempt runs to WEBHOOK_TIMEOUT_MS). Then 5 creates a
 // second for `seconds`: commit-to-receipt of the healthy deliveries; then a burst of creates as fast
-// as they answer: how fast the healthy deliveries' backlog drains.
+// as they answer: how fast the healthy deliveries' backlog drains. With `databaseUrl`, `instances` apis
+// share that PostgreSQL database, creates alternating between them: a delivery received twice counts.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { progress } from './session.mjs';
@@ -31,13 +32,13 @@ function post(url, path, token, body) {
 const quantile = (sorted, q) =>
   round1(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN);
 
-/** Listens on loopback: answers every POST 204 and notes when each plant's delivery arrived. */
+/** Listens on loopback: answers every POST 204 and notes when each plant's delivery arrived, and where. */
 async function healthyReceiver(onPlant) {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
-      onPlant(JSON.parse(body).id, performance.now());
+      onPlant(JSON.parse(body).id, performance.now(), req.url);
       res.writeHead(204).end();
     });
   });
@@ -68,12 +69,23 @@ function attemptTimes(logFile) {
   return ms.sort((a, b) => a - b);
 }
 
-export async function webhookFanout(settings, endpoints, seconds, burst) {
+export async function webhookFanout(
+  settings,
+  endpoints,
+  seconds,
+  burst,
+  { databaseUrl, instances = 1 } = {},
+) {
   const healthyCount = endpoints - 2 * Math.floor(endpoints / 10);
   const sentAt = new Map();
   const arrived = [];
+  const seen = new Set();
   let received = 0;
-  const hook = await healthyReceiver((id, at) => {
+  let duplicates = 0;
+  const hook = await healthyReceiver((id, at, path) => {
+    const key = `${path} ${id}`;
+    if (seen.has(key)) duplicates += 1;
+    else seen.add(key);
     received += 1;
     const sent = sentAt.get(id);
     if (sent !== undefined) arrived.push({ phase: sent.phase, ms: at - sent.at, at });
@@ -81,17 +93,22 @@ export async function webhookFanout(settings, endpoints, seconds, burst) {
   const hole = await blackHole();
   const refused = await freePort();
   const dir = makeTempDir('scale-webhooks', settings.tmpBase);
-  const server = await spawnServer('api', {
-    dir,
-    token: TOKENS.join(','),
-    env: {
-      WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
-      WEBHOOK_ALLOW_PRIVATE_URLS: '1',
-      WEBHOOK_ENDPOINTS_PER_TOKEN: String(Math.ceil(endpoints / TOKENS.length)),
-    },
-  });
+  const env = {
+    WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+    WEBHOOK_ENDPOINTS_PER_TOKEN: String(Math.ceil(endpoints / TOKENS.length)),
+  };
+  const servers = [];
   try {
-    await server.ready();
+    // One after another: the first migrates the store.
+    for (let i = 0; i < instances; i++) {
+      mkdirSync(`${dir}/${i}`);
+      servers.push(
+        await spawnServer('api', { dir: `${dir}/${i}`, databaseUrl, token: TOKENS.join(','), env }),
+      );
+      await servers[i].ready();
+    }
+    const [server] = servers;
     for (let i = 0; i < endpoints; i++) {
       const kind =
         i % 10 === 8 ? `${refused}/refused` : i % 10 === 9 ? `${hole.port}/slow` : `${hook.port}/ok`;
@@ -109,7 +126,7 @@ export async function webhookFanout(settings, endpoints, seconds, burst) {
       id += 1;
       const body = JSON.stringify({ id, name: `Fanout ${id}` });
       sentAt.set(id, { phase, at: performance.now() });
-      const answer = await post(server.url, '/plants', TOKENS[0], body);
+      const answer = await post(servers[id % instances].url, '/plants', TOKENS[0], body);
       if (answer.status !== 200) throw new Error(`create answered ${answer.status}`);
     };
     const waitAll = async (timeoutMs) => {
@@ -117,7 +134,8 @@ export async function webhookFanout(settings, endpoints, seconds, burst) {
       while (received < id * healthyCount && performance.now() < end) await sleep(50);
     };
     // Steady: PER_SEC creates a second, each sent on time.
-    const cpuBefore = processStats(server.pid).cpuSeconds;
+    const cpu = () => servers.reduce((sum, one) => sum + processStats(one.pid).cpuSeconds, 0);
+    const cpuBefore = cpu();
     const started = performance.now();
     const sent = [];
     for (let i = 0; i < PER_SEC * seconds; i++) {
@@ -126,9 +144,7 @@ export async function webhookFanout(settings, endpoints, seconds, burst) {
     }
     await Promise.all(sent);
     await waitAll(120_000);
-    const steadyCores = round1(
-      (processStats(server.pid).cpuSeconds - cpuBefore) / ((performance.now() - started) / 1000),
-    );
+    const steadyCores = round1((cpu() - cpuBefore) / ((performance.now() - started) / 1000));
     const steady = arrived
       .filter((a) => a.phase === 'steady')
       .map((a) => a.ms)
@@ -142,8 +158,9 @@ export async function webhookFanout(settings, endpoints, seconds, burst) {
     const drained = received - before;
     // Not Math.max(...): a backlog of a million overflows the stack.
     const last = arrived.reduce((at, a) => (a.phase === 'burst' && a.at > at ? a.at : at), 0);
-    const attempts = attemptTimes(server.logFile);
+    const attempts = servers.flatMap((one) => attemptTimes(one.logFile)).sort((a, b) => a - b);
     const result = {
+      store: databaseUrl ? `PostgreSQL, ${instances} instance${instances > 1 ? 's' : ''}` : 'SQLite',
       endpoints,
       healthy: healthyCount,
       seconds,
@@ -162,11 +179,12 @@ export async function webhookFanout(settings, endpoints, seconds, burst) {
         perSec: Math.round(drained / ((last - burstStart) / 1000)),
       },
       attemptMs: { p50: quantile(attempts, 0.5), p99: quantile(attempts, 0.99) },
+      duplicates,
     };
     progress(`[scale] webhooks: ${JSON.stringify(result)}`);
     return result;
   } finally {
-    await server.stop();
+    for (const one of servers) await one.stop();
     hook.close();
     hole.close();
     if (!settings.keep) removeTempDir(dir);
