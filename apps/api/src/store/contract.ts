@@ -203,7 +203,12 @@ type Traced = { traceContext?: string | undefined };
 export interface DeliveryOutbox {
   /** Leases up to `limit` due deliveries of one subscriber (each gets its share) for `leaseMs`. */
   claim(options: Subscriber & { limit: number; leaseMs: number }): Promise<Delivery[]>;
-  /** Claims worth having in flight at once (independent ones, for different subscribers). */
+  /**
+   * `claim` for each of `claims`, answering each its deliveries in order, as one write: the
+   * endpoints' in one statement on PostgreSQL; on SQLite they join one commit.
+   */
+  claimEach(claims: readonly (Subscriber & { limit: number })[], leaseMs: number): Promise<Delivery[][]>;
+  /** `claimEach` calls worth having in flight at once. */
   readonly claimsAtOnce: number;
   /** Up to `limit` operator URLs with pending deliveries (due or not). */
   pendingUrls(options: { limit: number }): Promise<string[]>;
@@ -279,6 +284,8 @@ export interface WebhookEndpointStore {
   list(owner: string): Promise<StoredEndpoint[]>;
   /** The endpoint, if it belongs to `owner` (when given). */
   get(id: string, owner?: string): Promise<StoredEndpoint | undefined>;
+  /** Those of `ids` that exist, by id, in one read (a round of webhook claims). */
+  getMany(ids: readonly string[]): Promise<Map<string, StoredEndpoint>>;
   /** Changes what the patch names; `undefined` when no such endpoint. */
   update(id: string, owner: string, patch: EndpointPatch): Promise<StoredEndpoint | undefined>;
   /** Deletes the endpoint, as `get` finds it, with its deliveries; `false` when none. */

@@ -57,6 +57,8 @@ const SQL = statements('endpoints', {
     WHERE (SELECT count(*) FROM webhook_endpoints WHERE owner = @owner) < @maxPerOwner RETURNING ${COLUMNS}`,
   list: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE owner = @owner ORDER BY created_at, {seq}`,
   get: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE id = @id AND ${OWNED}`,
+  // `@ids`: [id] arrays, one statement however many.
+  getMany: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE id IN (SELECT value ->> 0 FROM {json @ids})`,
   // A member left out (NULL) keeps its value; `@clearDescription` removes the note.
   update: `UPDATE webhook_endpoints SET events = coalesce(@events, events),
       description = CASE WHEN @clearDescription = 1 THEN NULL ELSE coalesce(@description, description) END
@@ -106,6 +108,11 @@ export function webhookEndpoints(db: Db): WebhookEndpointStore {
     list: async (owner: string) => (await db.all<EndpointRow>(SQL.list, { owner })).map(toEndpoint),
     /** The endpoint, if it belongs to `owner` (when given). */
     get: async (id: string, owner?: string) => first(await db.all<EndpointRow>(SQL.get, { id, owner })),
+    /** Those of `ids` that exist, by id, in one read. */
+    getMany: async (ids: readonly string[]) => {
+      const rows = await db.all<EndpointRow>(SQL.getMany, { ids: JSON.stringify(ids.map((id) => [id])) });
+      return new Map(rows.map((row) => [row.id, toEndpoint(row)]));
+    },
     /** Changes what the patch names (`description: null` removes it); `undefined` when no such endpoint. */
     update: async (id: string, owner: string, { events, description }: EndpointPatch) => {
       const clearDescription = description === null ? 1 : 0;

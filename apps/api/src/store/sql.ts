@@ -12,11 +12,8 @@ export interface Db {
   /** A write in a transaction of its own, resolved once durable. */
   run<R = unknown>(statement: Statement, params?: Params): Promise<Result<R>>;
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
-  /**
-   * Independent writes worth having in flight at once: SQLite's all join the commit going out (one
-   * sync for them all); each of PostgreSQL's holds a pooled connection that also serves requests.
-   */
-  readonly writesAtOnce: number;
+  /** Which engine runs the statements, where a store's part does more than pick its text. */
+  readonly dialect: Dialect;
 }
 
 export interface Tx extends Pick<Db, 'run'> {

@@ -5,6 +5,8 @@ import type { Signer } from './send.ts';
 
 /** Most subscriber URLs (and, besides, most registered endpoints) one round of claims serves. */
 export const MAX_SUBSCRIBERS = 1_000;
+/** Subscribers claimed for in one write (`claimEach`): 1,000 endpoints make 16 writes a round, not 1,000. */
+export const CLAIMS_PER_WRITE = 64;
 /**
  * Most deliveries one subscriber holds (claimed and not yet recorded: queued, being attempted, or
  * their outcome being written). Claiming many at once keeps up with creates, though each claim is a

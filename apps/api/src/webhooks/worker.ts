@@ -1,13 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Tracer } from '@opentelemetry/api';
-import type { Logger } from 'pino';
-import type { Standing } from '../auth/tokens.ts';
 import { describeCauses } from '../causes.ts';
-import type { WebhookConfig } from '../config/config.ts';
-import type { Delivery, DeliveryOutbox, WebhookEndpointStore } from '../store/contract.ts';
+import type { Delivery, StoredEndpoint } from '../store/contract.ts';
 import { startAttemptSpan } from '../tracing/delivery.ts';
 import { createBreaker } from './breaker.ts';
-import { type EndpointSettings, endpointSigner, withheld } from './endpoints.ts';
+import { endpointSigner, withheld } from './endpoints.ts';
 import type { openConnections } from './connections.ts';
 import { batched, wakeableNaps } from './naps.ts';
 import { outcomeRecorder } from './outcomes.ts';
@@ -15,40 +11,16 @@ import { startOutboxRetention } from './retention.ts';
 import { AttemptCut, redactUrl, sendDelivery, urlDigest, webhookSigner } from './send.ts';
 import {
   ATTEMPTS_IN_ALL,
+  CLAIMS_PER_WRITE,
   FORGET_AFTER_MS,
   HELD_IN_ALL,
   HELD_PER_SUBSCRIBER,
   MAX_SUBSCRIBERS,
   type Subscriber,
 } from './subscriber.ts';
+import type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts';
 
-export type DeliveryWorker = {
-  /**
-   * Stops claiming, waits up to `graceMs` for the attempts in flight, then abandons the rest: they
-   * are due again at once, for another instance or the next start. Call it before closing the store.
-   */
-  stop(graceMs: number): Promise<void>;
-};
-
-export type DeliveryWorkerOptions = {
-  outbox: DeliveryOutbox;
-  config: WebhookConfig;
-  log: Logger;
-  /**
-   * The registered endpoints, delivered to when their settings have a secrets key; without it only
-   * the operator subscribers (WEBHOOK_URLS) are. `owner` says where an endpoint's owner stands
-   * (principals.ts): only an active owner with `read` is delivered to.
-   */
-  endpoints?: {
-    store: WebhookEndpointStore;
-    settings: EndpointSettings;
-    owner: (name: string) => Promise<Standing>;
-  };
-  /** prom-client's (from metrics.ts): attempts by outcome, deliveries given up, open circuit breakers. */
-  metrics?: Parameters<typeof outcomeRecorder>[3] & { webhookCircuitsOpen: { set(value: number): void } };
-  /** With tracing on: a CLIENT span per attempt, its `traceparent` sent to the receiver. */
-  tracer?: Tracer;
-};
+export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts';
 
 /**
  * Drains the webhook outbox, one subscriber at a time so that none can starve another: each
@@ -240,13 +212,15 @@ export function startDeliveryWorker({
   }
 
   /**
-   * The subscriber of a registered endpoint with its secrets as the store holds them now (so a
+   * The subscriber of registered endpoint `id` with its secrets as the round read them (so a
    * rotation is seen within a round), or `undefined` when it no longer exists (then what was
    * enqueued for it as it was deleted is deleted too) or must get nothing (`withheld`): then what
    * this process holds for it is handed back.
    */
-  async function endpointSubscriber(id: string): Promise<Subscriber | undefined> {
-    const endpoint = await endpoints!.store.get(id);
+  async function endpointSubscriber(
+    id: string,
+    endpoint: StoredEndpoint | undefined,
+  ): Promise<Subscriber | undefined> {
     if (endpoint === undefined) {
       handBackAll(id);
       await outbox.discardOrphans(id);
@@ -292,9 +266,19 @@ export function startDeliveryWorker({
       return;
     }
     if (keys.length > 0) connections ??= await import('./connections.ts');
+    // Every endpoint of the round in one read, not one read each.
+    let read: Map<string, StoredEndpoint>;
+    try {
+      const ids = keys.filter((key) => !key.includes('://'));
+      read = ids.length > 0 ? await endpoints!.store.getMany(ids) : new Map();
+    } catch (error) {
+      log.warn({ reason: describeCauses(error) }, 'webhook endpoints not readable');
+      return;
+    }
     sharing = Math.max(subscribers.size, keys.length);
     // Operator URLs contain "://", endpoint ids never do: one map holds both.
-    const claimFor = async (key: string) => {
+    /** The subscriber of `key` with the deliveries it may claim now held for it, if any. */
+    const wanting = async (key: string) => {
       let to: Subscriber | undefined;
       try {
         to = key.includes('://')
@@ -304,35 +288,45 @@ export function startDeliveryWorker({
               sign: operatorSign!,
               connections: open({ timeoutMs: config.timeoutMs }),
             }))
-          : await endpointSubscriber(key);
+          : await endpointSubscriber(key, read.get(key));
       } catch (error) {
         log.warn({ endpointId: key, reason: describeCauses(error) }, 'webhook endpoint not readable');
-        return;
+        return undefined;
       }
-      if (to === undefined) return;
+      if (to === undefined) return undefined;
       const limit = claimLimit(to);
       to.saturated = limit === 0 && !to.breaker.failing();
-      if (limit === 0 || stopping.signal.aborted) return;
-      // Measured before the claim, so before the store starts the lease.
-      const startBy = performance.now() + config.leaseMs - config.timeoutMs;
-      let claimed: Delivery[];
+      if (limit === 0 || stopping.signal.aborted) return undefined;
       to.held += limit;
       heldInAll += limit;
-      try {
-        claimed = await outbox.claim({ ...to.target, limit, leaseMs: config.leaseMs });
-      } catch (error) {
-        log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
-        claimed = [];
-      }
-      unhold(to, limit - claimed.length);
-      for (const delivery of claimed) to.queue.push({ delivery, startBy });
-      // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
-      to.saturated = claimed.length === limit && !to.breaker.failing();
-      pump(to);
+      return { to, limit };
     };
+    /** Claims for the subscribers of `of` in one write, queueing what each got. */
+    const claimTogether = async (of: string[]) => {
+      const wanted = (await Promise.all(of.map(wanting))).filter((one) => one !== undefined);
+      if (wanted.length === 0) return;
+      // Measured before the claim, so before the store starts the lease.
+      const startBy = performance.now() + config.leaseMs - config.timeoutMs;
+      const claims = wanted.map(({ to, limit }) => ({ ...to.target, limit }));
+      const claimed = await outbox.claimEach(claims, config.leaseMs).catch((error) => {
+        log.warn({ reason: describeCauses(error) }, 'webhook outbox unavailable');
+        return wanted.map((): Delivery[] => []);
+      });
+      for (const [n, { to, limit }] of wanted.entries()) {
+        const got = claimed[n]!;
+        unhold(to, limit - got.length);
+        for (const delivery of got) to.queue.push({ delivery, startBy });
+        // A full claim means more may be due (a failing subscriber's one attempt a round is one, whatever is due).
+        to.saturated = got.length === limit && !to.breaker.failing();
+        pump(to);
+      }
+    };
+    /** Claims for `of`, CLAIMS_PER_WRITE subscribers a write, `claimsAtOnce` writes at a time. */
     const inBatches = async (of: string[]) => {
-      for (let i = 0; i < of.length; i += outbox.claimsAtOnce)
-        await Promise.all(of.slice(i, i + outbox.claimsAtOnce).map(claimFor));
+      const writes: string[][] = [];
+      for (let i = 0; i < of.length; i += CLAIMS_PER_WRITE) writes.push(of.slice(i, i + CLAIMS_PER_WRITE));
+      for (let i = 0; i < writes.length; i += outbox.claimsAtOnce)
+        await Promise.all(writes.slice(i, i + outbox.claimsAtOnce).map(claimTogether));
     };
     // Failing subscribers' claims run on a chain of their own that the round does not wait for.
     const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));
@@ -348,7 +342,10 @@ export function startDeliveryWorker({
     // disabled (with them): what this process still queues for it is not sent.
     for (const [key, known] of subscribers) {
       if (!pending.has(key) && 'endpointId' in known.target && known.queue.length > 0) {
-        await endpointSubscriber(key).catch(() => {});
+        await endpoints!.store
+          .get(key)
+          .then((endpoint) => endpointSubscriber(key, endpoint))
+          .catch(() => {});
       }
     }
     // Forget idle subscribers with nothing pending; an open breaker is kept until it closes.

@@ -453,35 +453,43 @@ describe.each(testStores())('the $name store', (testStore) => {
       payload: `{"n":${n}}`,
     });
 
-    it('serves claimsAtOnce claims at once, for as many subscribers, each its own deliveries once; SQLite in one commit', async () => {
-      const at = store.deliveries.claimsAtOnce;
-      // SQLite's queue into one group commit; PostgreSQL's each hold a pooled connection.
-      expect(at).toBe(testStore.name === 'sqlite' ? 64 : 4);
-      const urls = Array.from({ length: at }, (_, i) => `http://127.0.0.1:9/s${i}`);
+    it('claims for several subscribers in one call, each up to its limit, each delivery once', async () => {
       await store.create(
         { id: 1n, name: 'Fern' },
-        {
-          outbox: { deliveries: urls.flatMap((url, i) => [delivery(2 * i, url), delivery(2 * i + 1, url)]) },
-        },
+        { outbox: { deliveries: [delivery(1, A), delivery(2, B)] } },
       );
-      let commits = 0;
-      const observed = await openStore(loadConfig({ ...instance.env, API_TOKENS: TOKEN }).store, {
-        commits: { queued: () => true, committing: () => (commits++, { end() {} }) },
-      });
-      try {
-        const claimed = await Promise.all(
-          urls.map((url) => observed.deliveries.claim({ url, limit: 10, ...lease })),
-        );
-        expect(claimed.map((got) => got.map((d) => d.id).sort())).toStrictEqual(
-          urls.map((url, i) => [delivery(2 * i, url).id, delivery(2 * i + 1, url).id]),
-        );
-      } finally {
-        await observed.close();
-      }
-      // Leased: nothing is claimed twice.
-      for (const url of urls)
-        expect(await store.deliveries.claim({ url, limit: 10, ...lease })).toStrictEqual([]);
-      if (testStore.name === 'sqlite') expect(commits).toBe(1);
+      await store.create(
+        { id: 2n, name: 'Moss' },
+        { outbox: { deliveries: [delivery(3, A), delivery(4, B)] } },
+      );
+      await store.create({ id: 3n, name: 'Ivy' }, { outbox: { deliveries: [delivery(5, A)] } });
+      const ids = (claimed: { id: string }[][]) => claimed.map((each) => each.map((d) => d.id).sort());
+      const first = await store.deliveries.claimEach(
+        [
+          { url: A, limit: 2 },
+          { url: B, limit: 10 },
+          { url: 'http://127.0.0.1:9/none', limit: 10 },
+        ],
+        lease.leaseMs,
+      );
+      expect(ids(first)).toStrictEqual([
+        [delivery(1, A).id, delivery(3, A).id],
+        [delivery(2, B).id, delivery(4, B).id],
+        [],
+      ]);
+      expect(first[0]!.map((d) => d.attempts)).toStrictEqual([1, 1]);
+      // Leased: a second call gets only what the first left.
+      expect(
+        ids(
+          await store.deliveries.claimEach(
+            [
+              { url: B, limit: 10 },
+              { url: A, limit: 10 },
+            ],
+            60_000,
+          ),
+        ),
+      ).toStrictEqual([[], [delivery(5, A).id]]);
     });
 
     it('writes exactly the outbox rows a create is given, and none for a duplicate id', async () => {
@@ -820,6 +828,70 @@ describe.each(testStores())('the $name store', (testStore) => {
       });
       expect(second).toMatchObject({ secret: 'sealed-1c', previousSecret: 'sealed-1b' });
       expect(JSON.stringify(await store.webhookEndpoints.get(endpoint(1).id))).not.toContain('sealed-1"');
+    });
+
+    it('claims for many endpoints and URLs in one call: each its own, its oldest up to its limit, once', async () => {
+      const ids = [1, 2, 3].map((n) => endpoint(n).id);
+      for (const n of [1, 2, 3]) await store.webhookEndpoints.create(endpoint(n), max);
+      const URL = 'http://127.0.0.1:9/operator';
+      for (const id of [1n, 2n, 3n])
+        await store.create(
+          { id, name: 'Fern' },
+          {
+            outbox: {
+              endpointPayload: `{"id":${id}}`,
+              deliveries: [{ id: `msg_${String(id).padStart(32, '0')}`, url: URL, payload: `{"id":${id}}` }],
+            },
+          },
+        );
+      const payloads = (claimed: { payload: string }[][]) =>
+        claimed.map((each) => each.map((d) => d.payload).sort());
+      const first = await store.deliveries.claimEach(
+        [
+          { endpointId: ids[1]!, limit: 2 },
+          { url: URL, limit: 1 },
+          { endpointId: ids[0]!, limit: 10 },
+          { endpointId: 'we_none', limit: 10 },
+        ],
+        60_000,
+      );
+      expect(payloads(first)).toStrictEqual([
+        ['{"id":1}', '{"id":2}'],
+        ['{"id":1}'],
+        ['{"id":1}', '{"id":2}', '{"id":3}'],
+        [],
+      ]);
+      expect(first[0]!.every((d) => d.endpoint?.id === ids[1] && d.attempts === 1)).toBe(true);
+      expect(first[2]!.every((d) => d.endpoint?.id === ids[0])).toBe(true);
+      // Leased: the next call gets what the first left, and endpoint 3's, untouched by the first.
+      expect(
+        payloads(
+          await store.deliveries.claimEach(
+            [
+              { endpointId: ids[0]!, limit: 10 },
+              { endpointId: ids[1]!, limit: 10 },
+              { endpointId: ids[2]!, limit: 10 },
+              { url: URL, limit: 10 },
+            ],
+            60_000,
+          ),
+        ),
+      ).toStrictEqual([[], ['{"id":3}'], ['{"id":1}', '{"id":2}', '{"id":3}'], ['{"id":2}', '{"id":3}']]);
+    });
+
+    it('reads many endpoints by id in one call: those that exist, whoever owns them, as get reads each', async () => {
+      for (const [n, owner] of [
+        [1, 'alice'],
+        [2, 'alice'],
+        [3, 'bob'],
+      ] as const)
+        await store.webhookEndpoints.create(endpoint(n, owner), max);
+      const ids = [1, 2, 3, 4].map((n) => endpoint(n).id);
+      const read = await store.webhookEndpoints.getMany(ids);
+      expect([...read.keys()].sort()).toStrictEqual(ids.slice(0, 3));
+      for (const id of ids.slice(0, 3))
+        expect(read.get(id)).toStrictEqual(await store.webhookEndpoints.get(id));
+      expect(await store.webhookEndpoints.getMany([])).toStrictEqual(new Map());
     });
 
     it('fans a create out to every endpoint in its transaction, none for a duplicate; claims, lists and deletes per endpoint', async () => {

@@ -96,8 +96,7 @@ export function connect({ url, poolSize, timeoutMs }: PostgresStoreOptions) {
           ),
         ),
       ),
-    // The pool also serves requests.
-    writesAtOnce: 4,
+    dialect: 'postgres',
   };
 
   return {
