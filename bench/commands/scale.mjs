@@ -19,6 +19,7 @@ import {
 } from '../lib/stats.mjs';
 import { copyStore, freshPostgres, makeStore } from '../lib/stores.mjs';
 import { webhookFanout } from '../lib/webhook-fanout.mjs';
+import { webhookRetention } from '../lib/webhook-retention.mjs';
 import {
   makeTempDir,
   processStats,
@@ -210,19 +211,58 @@ async function run(settings) {
     );
     r.getP99Alongside = round2(ratio(r.alongside.p99, r.idle.p99));
   }
-  const { scaleWebhooks: n, scaleWebhookSeconds: s, scaleWebhookBurst: b } = settings;
-  if (n === 0) return { results, webhooks: [] };
-  const webhooks = [await webhookFanout(settings, n, s, b)];
-  if (settings.databaseUrl && settings.databaseUrl !== 'none') {
+  const {
+    scaleWebhooks: n,
+    scaleWebhookSeconds: s,
+    scaleWebhookBurst: b,
+    scaleRetentionSeconds: r,
+  } = settings;
+  if (n === 0) return { results, webhooks: [], retention: [] };
+  const postgres = settings.databaseUrl && settings.databaseUrl !== 'none';
+  /** `scenario` on SQLite, then on PostgreSQL with two instances when a server answers. */
+  const onEach = async (scenario) => {
+    const each = [await scenario({})];
+    if (!postgres) return each;
     const pg = await freshPostgres(settings.databaseUrl, 'fanout');
     try {
-      webhooks.push(await webhookFanout(settings, n, s, b, { databaseUrl: pg.databaseUrl, instances: 2 }));
+      each.push(await scenario({ databaseUrl: pg.databaseUrl, instances: 2 }));
     } finally {
       await pg.close?.();
     }
-  }
-  return { results, webhooks };
+    return each;
+  };
+  const webhooks = await onEach((options) => webhookFanout(settings, n, s, b, options));
+  const retention = r === 0 ? [] : await onEach((options) => webhookRetention(settings, n, r, options));
+  return { results, webhooks, retention };
 }
+
+/** Every sixth simulated hour's counts, and the last. */
+const renderRetention = (w) => [
+  `### ${fmtInt(w.endpoints)} endpoints (${fmtInt(w.endpoints - w.healthy)} dead) for ${w.simulatedHours} simulated hours, a minute a day, ${w.store}`,
+  '',
+  `Retry schedule and retention divided by 1,440 (${Object.entries(w.schedule)
+    .map(([key, ms]) => `${key.replace('WEBHOOK_', '')} ${ms}`)
+    .join(
+      ', ',
+    )}); the schedule's span ${fmtInt(w.spanMs)} ms${w.expiredAfterMs === undefined ? ', nothing expired' : ', as the api logged'}.`,
+  '',
+  table(
+    ['simulated hour', 'pending, dead endpoints', 'pending, healthy', 'delivered', 'failed'],
+    [
+      ...w.samples
+        .filter((sample, i) => i === w.samples.length - 1 || Number.isInteger(sample.hours / 6))
+        .map((x) => [x.hours, x.pendingDead, x.pendingHealthy, x.delivered, x.failed].map(String)),
+      [
+        '**bound** (docs/webhooks.md)',
+        String(w.bounds.pendingDead),
+        '',
+        w.bounds.delivered,
+        w.bounds.failed,
+      ].map(String),
+    ],
+  ),
+  '',
+];
 
 const renderWebhooks = (w) => [
   `### ${fmtInt(w.endpoints)} webhook endpoints (${fmtInt(w.healthy)} healthy, 1 in 10 refusing, 1 in 10 past the timeout), 50 tokens, ${w.store}`,
@@ -247,7 +287,7 @@ const renderWebhooks = (w) => [
   '',
 ];
 
-const render = ({ results, webhooks }, settings) => [
+const render = ({ results, webhooks, retention = [] }, settings) => [
   `## Scale: the api on SQLite stores of ${results.map((r) => fmtCount(r.rows)).join(', ')} plants (${settings.scaleSeconds} s a measure)`,
   '',
   table(
@@ -287,9 +327,10 @@ const render = ({ results, webhooks }, settings) => [
   ),
   '',
   ...webhooks.flatMap(renderWebhooks),
+  ...retention.flatMap(renderRetention),
 ];
 
-function targets({ results, webhooks }) {
+function targets({ results, webhooks, retention = [] }) {
   const last = results.at(-1);
   const size = fmtCount(last.rows);
   const bad = results.reduce(
@@ -330,6 +371,15 @@ function targets({ results, webhooks }) {
           ]
         : []),
     ]),
+    ...retention.map((w) =>
+      target(
+        `Deliveries table after ${w.simulatedHours} simulated hours (${w.store}) within its documented bounds`,
+        `peak pending of dead endpoints ${fmtInt(w.peak.pendingDead)} (≤ ${fmtInt(w.bounds.pendingDead)}), delivered ${fmtInt(w.peak.delivered)} (≤ ${fmtInt(w.bounds.delivered)}), failed ${fmtInt(w.peak.failed)} (≤ ${fmtInt(w.bounds.failed)})`,
+        w.peak.pendingDead <= w.bounds.pendingDead &&
+          w.peak.delivered <= w.bounds.delivered &&
+          w.peak.failed <= w.bounds.failed,
+      ),
+    ),
   ];
 }
 

@@ -20,7 +20,7 @@ Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=5 BENCH_CONN
   BENCH_SCENARIOS=<all> BENCH_DATABASE_URL=<local server if it answers>|none BENCH_IMPORT_PLANTS=100000
   BENCH_BACKLOG_SECONDS=60 BENCH_EVENT_STREAMS=1000 BENCH_EVENT_RATE=1000 BENCH_EVENT_SECONDS=10
   BENCH_GROWTH_SIZES=0,100k,1M BENCH_SCALE_SIZES=10k,1M,10M BENCH_SCALE_SECONDS=5 BENCH_SOAK_SECONDS=300 BENCH_API_MAIN=apps/api/dist/main.js
-  BENCH_SCALE_WEBHOOKS=1000 BENCH_SCALE_WEBHOOK_SECONDS=60 BENCH_SCALE_WEBHOOK_BURST=100
+  BENCH_SCALE_WEBHOOKS=1000 BENCH_SCALE_WEBHOOK_SECONDS=60 BENCH_SCALE_WEBHOOK_BURST=100 BENCH_SCALE_RETENTION_SECONDS=120
   BENCH_OUT=bench/results/latest BENCH_TMPDIR=<os tmpdir> BENCH_KEEP=0 BENCH_STRICT=0
   BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1 BENCH_PIN=1`;
 
@@ -74,6 +74,8 @@ export function readSettings() {
     scaleWebhooks: count('BENCH_SCALE_WEBHOOKS', 1000, 0),
     scaleWebhookSeconds: count('BENCH_SCALE_WEBHOOK_SECONDS', 60, 1),
     scaleWebhookBurst: count('BENCH_SCALE_WEBHOOK_BURST', 100, 1),
+    /** The retention scenario's seconds, a minute a simulated day (0: none). */
+    scaleRetentionSeconds: count('BENCH_SCALE_RETENTION_SECONDS', 120, 0),
     soakSeconds: count('BENCH_SOAK_SECONDS', 300, 3),
     tmpBase: resolve(env.BENCH_TMPDIR?.trim() || env.TMPDIR || '/tmp'),
     out: resolve(ROOT, env.BENCH_OUT?.trim() || 'bench/results/latest'),

@@ -13,10 +13,13 @@ import { progress } from './session.mjs';
 import { round1 } from './stats.mjs';
 import { freePort, HOST, makeTempDir, processStats, removeTempDir, sleep, spawnServer } from './system.mjs';
 
-const TOKENS = Array.from({ length: 50 }, (_, i) => `bench-fanout-${i}-${randomBytes(12).toString('hex')}`);
-const PER_SEC = 5;
+export const TOKENS = Array.from(
+  { length: 50 },
+  (_, i) => `bench-fanout-${i}-${randomBytes(12).toString('hex')}`,
+);
+export const PER_SEC = 5;
 
-function post(url, path, token, body) {
+export function post(url, path, token, body) {
   return new Promise((resolve, reject) => {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const req = request(new URL(path, url), { method: 'POST', headers }, (res) => {
@@ -69,6 +72,58 @@ function attemptTimes(logFile) {
   return ms.sort((a, b) => a - b);
 }
 
+/**
+ * The endpoints' setup: `endpoints` registered over 50 tokens on `instances` apis (a fresh SQLite store
+ * in `dir`, or `databaseUrl`), 8 in 10 to a healthy receiver that calls `onPlant(id, at, path)`, 1 in
+ * 10 to a port nothing listens on, 1 in 10 to a black hole. `env` is added to the apis'.
+ */
+export async function startEndpoints(settings, endpoints, { databaseUrl, instances = 1, env = {}, onPlant }) {
+  const healthy = endpoints - 2 * Math.floor(endpoints / 10);
+  const hook = await healthyReceiver(onPlant);
+  const hole = await blackHole();
+  const refused = await freePort();
+  const dir = makeTempDir('scale-webhooks', settings.tmpBase);
+  const servers = [];
+  const close = async () => {
+    for (const one of servers) await one.stop();
+    hook.close();
+    hole.close();
+    if (!settings.keep) removeTempDir(dir);
+  };
+  try {
+    const apiEnv = {
+      WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+      WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+      WEBHOOK_ENDPOINTS_PER_TOKEN: String(Math.ceil(endpoints / TOKENS.length)),
+      ...env,
+    };
+    // One after another: the first migrates the store.
+    for (let i = 0; i < instances; i++) {
+      mkdirSync(`${dir}/${i}`);
+      servers.push(
+        await spawnServer('api', { dir: `${dir}/${i}`, databaseUrl, token: TOKENS.join(','), env: apiEnv }),
+      );
+      await servers[i].ready();
+    }
+    for (let i = 0; i < endpoints; i++) {
+      const kind =
+        i % 10 === 8 ? `${refused}/refused` : i % 10 === 9 ? `${hole.port}/slow` : `${hook.port}/ok`;
+      const url = `http://${HOST}:${kind}/${i}`;
+      const answer = await post(
+        servers[0].url,
+        '/webhook-endpoints',
+        TOKENS[i % TOKENS.length],
+        JSON.stringify({ url }),
+      );
+      if (answer.status !== 201) throw new Error(`endpoint not registered: ${answer.status} ${answer.text}`);
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { servers, healthy, dir, close };
+}
+
 export async function webhookFanout(
   settings,
   endpoints,
@@ -76,51 +131,29 @@ export async function webhookFanout(
   burst,
   { databaseUrl, instances = 1 } = {},
 ) {
-  const healthyCount = endpoints - 2 * Math.floor(endpoints / 10);
   const sentAt = new Map();
   const arrived = [];
   const seen = new Set();
   let received = 0;
   let duplicates = 0;
-  const hook = await healthyReceiver((id, at, path) => {
+  const onPlant = (id, at, path) => {
     const key = `${path} ${id}`;
     if (seen.has(key)) duplicates += 1;
     else seen.add(key);
     received += 1;
     const sent = sentAt.get(id);
     if (sent !== undefined) arrived.push({ phase: sent.phase, ms: at - sent.at, at });
-  });
-  const hole = await blackHole();
-  const refused = await freePort();
-  const dir = makeTempDir('scale-webhooks', settings.tmpBase);
-  const env = {
-    WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
-    WEBHOOK_ALLOW_PRIVATE_URLS: '1',
-    WEBHOOK_ENDPOINTS_PER_TOKEN: String(Math.ceil(endpoints / TOKENS.length)),
   };
-  const servers = [];
+  const {
+    servers,
+    healthy: healthyCount,
+    close,
+  } = await startEndpoints(settings, endpoints, {
+    databaseUrl,
+    instances,
+    onPlant,
+  });
   try {
-    // One after another: the first migrates the store.
-    for (let i = 0; i < instances; i++) {
-      mkdirSync(`${dir}/${i}`);
-      servers.push(
-        await spawnServer('api', { dir: `${dir}/${i}`, databaseUrl, token: TOKENS.join(','), env }),
-      );
-      await servers[i].ready();
-    }
-    const [server] = servers;
-    for (let i = 0; i < endpoints; i++) {
-      const kind =
-        i % 10 === 8 ? `${refused}/refused` : i % 10 === 9 ? `${hole.port}/slow` : `${hook.port}/ok`;
-      const url = `http://${HOST}:${kind}/${i}`;
-      const answer = await post(
-        server.url,
-        '/webhook-endpoints',
-        TOKENS[i % TOKENS.length],
-        JSON.stringify({ url }),
-      );
-      if (answer.status !== 201) throw new Error(`endpoint not registered: ${answer.status} ${answer.text}`);
-    }
     let id = 0;
     const create = async (phase) => {
       id += 1;
@@ -184,9 +217,6 @@ export async function webhookFanout(
     progress(`[scale] webhooks: ${JSON.stringify(result)}`);
     return result;
   } finally {
-    for (const one of servers) await one.stop();
-    hook.close();
-    hole.close();
-    if (!settings.keep) removeTempDir(dir);
+    await close();
   }
 }

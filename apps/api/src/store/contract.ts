@@ -251,6 +251,13 @@ export interface DeliveryOutbox {
   prune(options: Prune): Promise<number>;
   /** Deletes deliveries that failed more than `olderThanMs` ago; resolves with how many. */
   pruneFailed(options: Prune): Promise<number>;
+  /**
+   * Fails (recording `error`) up to `limit` pending deliveries of these subscribers that have been due
+   * for more than `olderThanMs` without a claim; resolves with the subscriber of each.
+   */
+  expire(
+    options: Prune & { endpointIds: readonly string[]; urls: readonly string[]; error: string },
+  ): Promise<Subscriber[]>;
 }
 
 /** An endpoint, seen only by its owner (a token's name); secrets sealed (webhooks/secrets.ts). */

@@ -74,6 +74,24 @@ const settle = (set: string) => `UPDATE webhook_deliveries SET ${set}, last_erro
 const capped = (where: string, order: string) =>
   `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE ${where} ORDER BY ${order} LIMIT @cap) AS c)`;
 
+/**
+ * Fails deliveries of `subscriber` due for more than `olderThanMs`: a claim (its lease) and a retry
+ * (its backoff) move the due time, so one being attempted is never taken, only one left waiting.
+ * Through the due indexes.
+ */
+const expireOf = (subscriber: string) => `
+  UPDATE webhook_deliveries SET status = 'failed', last_error = @error, updated_at = {now}
+  WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND ${subscriber}
+    AND next_attempt_at < {now - @olderThanMs} LIMIT @limit {skip locked})
+  RETURNING endpoint_id, url`;
+/** `expireOf` on PostgreSQL, whose planner scans the whole table for `IN` a JSON list: a range of the due index per key. */
+const expireEach = (subscriber: string) => `
+  UPDATE webhook_deliveries SET status = 'failed', last_error = @error, updated_at = {now}
+  WHERE id IN (SELECT due.id FROM {json @keys} AS k CROSS JOIN LATERAL (SELECT id FROM webhook_deliveries
+    WHERE status = 'pending' AND ${subscriber} AND next_attempt_at < {now - @olderThanMs} LIMIT @limit {skip locked})
+    AS due LIMIT @limit)
+  RETURNING endpoint_id, url`;
+
 const SQL = statements('deliveries', {
   claimForUrl: claimOf('endpoint_id IS NULL AND url = @url'),
   claimForEndpoint: claimOf('endpoint_id = @endpointId'),
@@ -120,6 +138,9 @@ const SQL = statements('deliveries', {
   prune: pruneOf('delivered'),
   // By the time they failed (see migration 9).
   pruneFailed: pruneOf('failed'),
+  // `@keys`: [endpoint id] or [url] arrays.
+  expireForEndpoints: expireOf('endpoint_id IN (SELECT value ->> 0 FROM {json @keys})'),
+  expireForUrls: expireOf('endpoint_id IS NULL AND url IN (SELECT value ->> 0 FROM {json @keys})'),
 });
 
 /** PostgreSQL's own (SQLite has no LATERAL). */
@@ -133,6 +154,8 @@ const POSTGRES = statements('postgres.deliveries', {
     WHERE status = 'pending' AND endpoint_id = c.value ->> 0 AND next_attempt_at <= {now}
     ORDER BY next_attempt_at LIMIT CAST(c.value ->> 1 AS INTEGER) {skip locked}) AS due)
   RETURNING ${CLAIMED}`,
+  expireForEndpoints: expireEach('endpoint_id = k.value ->> 0'),
+  expireForUrls: expireEach('endpoint_id IS NULL AND url = k.value ->> 0'),
 });
 
 const retried = ({ id, delayMs, error, responseCode }: Retry) => [id, delayMs, error, responseCode ?? null];
@@ -249,5 +272,21 @@ export function deliveryOutbox(db: Db): DeliveryOutbox {
     /** Deletes deliveries delivered, or failed, more than `olderThanMs` ago; resolves with how many. */
     prune: (options: Prune) => changes(SQL.prune, options),
     pruneFailed: (options: Prune) => changes(SQL.pruneFailed, options),
+    expire: async ({ endpointIds, urls, limit, ...options }) => {
+      type Expired = { endpoint_id: string | null; url: string };
+      const of = async (
+        statement: typeof SQL.expireForUrls,
+        keys: readonly string[],
+        most: number,
+      ): Promise<Expired[]> => {
+        if (keys.length === 0 || most <= 0) return [];
+        const params = { ...options, limit: most, keys: JSON.stringify(keys.map((key) => [key])) };
+        return (await db.run<Expired>(statement, params)).rows;
+      };
+      const { expireForEndpoints, expireForUrls } = db.dialect === 'sqlite' ? SQL : POSTGRES;
+      const rows = await of(expireForEndpoints, endpointIds, limit);
+      rows.push(...(await of(expireForUrls, urls, limit - rows.length)));
+      return rows.map((row) => (row.endpoint_id ? { endpointId: row.endpoint_id } : { url: row.url }));
+    },
   };
 }

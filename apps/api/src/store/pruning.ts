@@ -9,6 +9,10 @@ const PRUNE_EVERY_MS = 60_000;
 
 export type Pruning = { stop(): Promise<void> };
 
+/** The pause between rounds for rows kept `olderThanMs`: a minute, or that when shorter (not below `minEveryMs`). */
+export const pruneEveryMs = (olderThanMs: number, minEveryMs = 0) =>
+  Math.min(PRUNE_EVERY_MS, Math.max(minEveryMs, olderThanMs));
+
 /**
  * Deletes what is older than `olderThanMs` from one table, now and then every minute (or every
  * `olderThanMs`, when shorter), in batches of `PRUNE_BATCH` until a batch comes back short. A
@@ -25,7 +29,7 @@ export function startPruning(options: {
   minEveryMs?: number;
 }): Pruning {
   const { what, prune, olderThanMs, log } = options;
-  const everyMs = Math.min(PRUNE_EVERY_MS, Math.max(options.minEveryMs ?? 0, olderThanMs));
+  const everyMs = pruneEveryMs(olderThanMs, options.minEveryMs);
   const stopping = new AbortController();
   const running = (async () => {
     while (!stopping.signal.aborted) {

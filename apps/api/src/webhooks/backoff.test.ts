@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryDelay } from './backoff.ts';
+import { retryDelay, scheduleSpanMs } from './backoff.ts';
 
 const schedule = { baseMs: 1_000, maxMs: 3_600_000 };
 
@@ -18,5 +18,17 @@ describe('retryDelay', () => {
       const delay = retryDelay(5, schedule);
       expect(Number.isInteger(delay) && delay >= 0 && delay <= 16_000).toBe(true);
     }
+  });
+});
+
+describe('scheduleSpanMs', () => {
+  it("adds every wait's ceiling between the attempts and every attempt's timeout", () => {
+    const defaults = { backoffBaseMs: 1_000, backoffMaxMs: 3_600_000, maxAttempts: 15, timeoutMs: 10_000 };
+    // 1 + 2 + … + 2,048 s, then two waits of an hour; 15 attempts of 10 s.
+    expect(scheduleSpanMs(defaults)).toBe(4_095_000 + 7_200_000 + 150_000);
+    expect(scheduleSpanMs({ ...defaults, maxAttempts: 1 })).toBe(10_000);
+    expect(scheduleSpanMs({ backoffBaseMs: 50, backoffMaxMs: 200, maxAttempts: 3, timeoutMs: 1_000 })).toBe(
+      3_150,
+    );
   });
 });

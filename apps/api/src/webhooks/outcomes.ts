@@ -18,7 +18,7 @@ export function outcomeRecorder(
   log: Logger,
   metrics?: {
     webhookAttempts: { inc(labels: { outcome: 'delivered' | 'retry' | 'failed' }): void };
-    webhookFailures: { inc(): void };
+    webhookFailures: { inc(value?: number): void };
   },
 ) {
   const backoff = { baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs };

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { newPlantWebhook } from '../../src/webhooks/event.ts';
+import { EXPIRED_ERROR } from '../../src/webhooks/retention.ts';
 import { startDeliveryWorker } from '../../src/webhooks/worker.ts';
 import type { RunningApi } from '../support/in-process.ts';
 import { startBlackHole } from '../support/black-hole.ts';
@@ -142,6 +143,51 @@ describe.each(testStores())('webhook subscribers are isolated from each other on
     expect(subscriber.received).toHaveLength(4 + 4);
     expect(logLines(api, 'webhook delivery failed')).toStrictEqual([]);
     expect(await metricsText(api)).toContain('\nplant_store_webhook_circuits_open 0\n');
+  }, 30_000);
+
+  it("fails what an open breaker held back past the retry schedule's span, and nothing of a healthy subscriber's", async () => {
+    const store = await setup(testStore);
+    const secret = newWebhookSecret();
+    const dead = await receiver(secret, { answer: () => 503 });
+    const healthy = await receiver(secret);
+    // The schedule: waits of at most 50 and 100 ms, 3 attempts of at most 1 s: a span of 3,150 ms.
+    const api = await startApi({
+      ...store.env,
+      ...FAST,
+      WEBHOOK_MAX_ATTEMPTS: '3',
+      WEBHOOK_BREAKER_FAILURES: '2',
+      WEBHOOK_BREAKER_COOLDOWN_MS: '600000',
+      WEBHOOK_URLS: `${dead.url}/dead, ${healthy.url}/ok`,
+      WEBHOOK_SECRET: secret,
+    });
+    for (const id of [1, 2])
+      expect((await postPlant(api.url, `{"id":${id},"name":"Fern"}`)).status).toBe(200);
+    await waitForLogs(api, 'webhook subscriber circuit opened');
+    for (const id of [3, 4, 5, 6, 7])
+      expect((await postPlant(api.url, `{"id":${id},"name":"Fern"}`)).status).toBe(200);
+    const deadOnes = async () => (await store.deliveries()).filter((d) => d.url.endsWith('/dead'));
+    // Within the span: held, pending, their attempts unspent.
+    await sleep(1_000);
+    expect((await deadOnes()).map((d) => d.status)).toStrictEqual(Array(7).fill('pending'));
+    expect(dead.received.length).toBe(2);
+
+    await until(async () => (await deadOnes()).every((d) => d.status === 'failed'), 15_000);
+    const expired = () => logLines(api, 'webhook deliveries expired');
+    await until(() => expired().reduce((sum, line) => sum + (line.expired as number), 0) >= 7, 5_000);
+    for (const line of expired()) expect(line).toMatchObject({ level: 50, url: dead.url, afterMs: 3_150 });
+    expect(expired().reduce((sum, line) => sum + (line.expired as number), 0)).toBe(7);
+    expect(dead.received.length).toBe(2);
+    expect(healthy.received).toHaveLength(7);
+    expect(
+      (await store.deliveries()).filter((d) => d.url.endsWith('/ok')).map((d) => d.status),
+    ).toStrictEqual(Array(7).fill('delivered'));
+    const { stdout } = await listFailed(store.env);
+    const listed = stdout
+      .trim()
+      .split('\n')
+      .map((line) => parseJson(line) as { lastError: string });
+    expect(listed.map((one) => one.lastError)).toStrictEqual(Array(7).fill(EXPIRED_ERROR));
+    expect(await metricsText(api)).toContain('\nplant_store_webhook_deliveries_failed_total 7\n');
   }, 30_000);
 
   it('deletes delivered deliveries after WEBHOOK_RETENTION_MS and keeps failed ones; metrics count pending and failed', async () => {

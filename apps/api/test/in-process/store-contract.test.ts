@@ -879,6 +879,44 @@ describe.each(testStores())('the $name store', (testStore) => {
       ).toStrictEqual([[], ['{"id":3}'], ['{"id":1}', '{"id":2}', '{"id":3}'], ['{"id":2}', '{"id":3}']]);
     });
 
+    it('expires the named subscribers’ deliveries due longer than `olderThanMs`, none leased or retried since, at most `limit`', async () => {
+      const [e1, e2] = [1, 2].map((n) => endpoint(n).id);
+      for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
+      const URL = 'http://127.0.0.1:9/operator';
+      for (const id of [1n, 2n, 3n])
+        await store.create(
+          { id, name: 'Fern' },
+          {
+            outbox: {
+              endpointPayload: `{"id":${id}}`,
+              deliveries: [{ id: `msg_${String(id).padStart(32, '0')}`, url: URL, payload: `{"id":${id}}` }],
+            },
+          },
+        );
+      const [leased] = (await store.deliveries.claimEach([{ endpointId: e1!, limit: 1 }], 60_000))[0]!;
+      await sleep(300);
+      const [retried] = await store.deliveries.claim({ url: URL, limit: 1, leaseMs: 60_000 });
+      await store.deliveries.retry(retried!.id, { delayMs: 0, error: 'HTTP 500' });
+      const expire = (olderThanMs: number, limit: number) =>
+        store.deliveries.expire({ endpointIds: [e1!], urls: [URL], olderThanMs, limit, error: 'expired' });
+      expect(await expire(60_000, 100)).toStrictEqual([]);
+      expect(await expire(200, 3)).toStrictEqual([{ endpointId: e1 }, { endpointId: e1 }, { url: URL }]);
+      expect(await expire(200, 100)).toStrictEqual([{ url: URL }]);
+      expect(await expire(200, 100)).toStrictEqual([]);
+      expect(await store.deliveries.counts()).toStrictEqual({ pending: 5, delivered: 0, failed: 4 });
+      const failed = await store.deliveries.listFailed({ limit: 10 });
+      // Never attempted: their attempts unspent, the reason recorded.
+      expect(failed.map((d) => [d.lastError, d.attempts])).toStrictEqual(Array(4).fill(['expired', 0]));
+      expect(failed.map((d) => d.id)).not.toContain(leased!.id);
+      // The one leased and the one retried are still pending, and e2, not named, keeps all of its own.
+      await store.deliveries.markDelivered([leased!.id]);
+      const [mine] = await store.deliveries.claimEach([{ endpointId: e2!, limit: 10 }], 60_000);
+      expect(mine).toHaveLength(3);
+      expect(await store.deliveries.claim({ url: URL, limit: 10, leaseMs: 60_000 })).toStrictEqual([
+        { ...retried!, attempts: 2 },
+      ]);
+    });
+
     it('reads many endpoints by id in one call: those that exist, whoever owns them, as get reads each', async () => {
       for (const [n, owner] of [
         [1, 'alice'],
