@@ -18,6 +18,7 @@
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
+import { percentiles } from './lib/stats.mjs';
 
 const ID_LINE = Buffer.from('\nid: ');
 const HEADERS_END = Buffer.from('\r\n\r\n');
@@ -116,13 +117,8 @@ function read(stream, chunk) {
   stream.partial = at === -1 ? partialAtEnd(buf) : 0;
 }
 
-function percentiles(values) {
-  if (values.length === 0) return null;
-  const sorted = Float64Array.from(values).sort();
-  const at = (q) =>
-    Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 100) / 100;
-  return { count: sorted.length, p50: at(0.5), p99: at(0.99), max: at(1) };
-}
+const timed = (values) =>
+  values.length === 0 ? null : { count: values.length, ...percentiles(Float64Array.from(values).sort()) };
 
 /** Creates at `rate`/s for `seconds`, each sent on its schedule whatever the earlier ones do. */
 async function pace({ url, rate, seconds, idStart }) {
@@ -172,8 +168,8 @@ async function pace({ url, rate, seconds, idStart }) {
     eventsReceived: events - eventsBefore,
     eventsExpected: total * open.length,
     streamsCut: cut - cutBefore,
-    fromCommit: percentiles(paced.fromCommit),
-    fromSend: percentiles(paced.fromSend),
+    fromCommit: timed(paced.fromCommit),
+    fromSend: timed(paced.fromSend),
     workerCpu:
       Math.round(((cpu.user + cpu.system) / 1e6 / ((performance.now() - started) / 1000)) * 100) / 100,
   };

@@ -24,6 +24,16 @@ const rounder = (scale) => (v) =>
 export const round1 = rounder(10);
 export const round2 = rounder(100);
 
+/** The `q` quantile of the ascending `sorted` (q = 1: its last), to 0.01. */
+export const quantile = (sorted, q) =>
+  round2(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
+/** p50, p99 and max of the ascending `sorted`. */
+export const percentiles = (sorted) => ({
+  p50: quantile(sorted, 0.5),
+  p99: quantile(sorted, 0.99),
+  max: quantile(sorted, 1),
+});
+
 const known = (v) => typeof v === 'number' && Number.isFinite(v);
 export const fmtInt = (v) => (known(v) ? Math.round(v).toLocaleString('en-US') : 'n/a');
 export const fmtMs = (v) => (known(v) ? v.toFixed(2) : 'n/a');

@@ -1,4 +1,4 @@
-// The scale command's webhook scenario (issue 42): `endpoints` self-service endpoints over 50 tokens
+// The scale command's webhook scenarios (issue 42): `endpoints` self-service endpoints over 50 tokens
 // on one api (a fresh SQLite store), 8 in 10 healthy (one node:http receiver here, a path each), 1
 // in 10 refusing connections (a port nothing listens on), 1 in 10 never answering (a TCP server
 // here that accepts and stays silent, so each attempt runs to WEBHOOK_TIMEOUT_MS). Then 5 creates a
@@ -7,33 +7,26 @@
 // share that PostgreSQL database, creates alternating between them: a delivery received twice counts.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createServer, request } from 'node:http';
+import { createServer } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { progress } from './session.mjs';
-import { round1 } from './stats.mjs';
-import { freePort, HOST, makeTempDir, processStats, removeTempDir, sleep, spawnServer } from './system.mjs';
+import { percentiles, quantile, round1 } from './stats.mjs';
+import { freePort, HOST, makeTempDir, processStats, removeTempDir, send, sleep } from './system.mjs';
+import { spawnServer } from './system.mjs';
 
-export const TOKENS = Array.from(
-  { length: 50 },
-  (_, i) => `bench-fanout-${i}-${randomBytes(12).toString('hex')}`,
-);
-export const PER_SEC = 5;
+const TOKENS = Array.from({ length: 50 }, (_, i) => `bench-fanout-${i}-${randomBytes(12).toString('hex')}`);
+const PER_SEC = 5;
 
-export function post(url, path, token, body) {
-  return new Promise((resolve, reject) => {
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const req = request(new URL(path, url), { method: 'POST', headers }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode, text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-const quantile = (sorted, q) =>
-  round1(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN);
+const JSON_TYPE = { 'content-type': 'application/json' };
+/** A POST with `token`, on a fresh connection: resolves with status and text. */
+const post = (url, path, token, body) =>
+  send(
+    url,
+    { method: 'POST', path, body, headers: { authorization: `Bearer ${token}`, ...JSON_TYPE } },
+    12e4,
+  );
 
 /** Listens on loopback: answers every POST 204 and notes when each plant's delivery arrived, and where. */
 async function healthyReceiver(onPlant) {
@@ -65,19 +58,18 @@ async function blackHole() {
 }
 
 /** The api log's attempt times (`ms` of "webhook delivered"): connect, send, and the answer. */
-function attemptTimes(logFile) {
-  const ms = [];
-  for (const line of readFileSync(logFile, 'utf8').split('\n'))
-    if (line.includes('"webhook delivered"')) ms.push(JSON.parse(line).ms);
-  return ms.sort((a, b) => a - b);
-}
+const attemptTimes = (logFile) =>
+  readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('"webhook delivered"'))
+    .map((line) => JSON.parse(line).ms);
 
 /**
  * The endpoints' setup: `endpoints` registered over 50 tokens on `instances` apis (a fresh SQLite store
  * in `dir`, or `databaseUrl`), 8 in 10 to a healthy receiver that calls `onPlant(id, at, path)`, 1 in
  * 10 to a port nothing listens on, 1 in 10 to a black hole. `env` is added to the apis'.
  */
-export async function startEndpoints(settings, endpoints, { databaseUrl, instances = 1, env = {}, onPlant }) {
+async function startEndpoints(settings, endpoints, { databaseUrl, instances = 1, env = {}, onPlant }) {
   const healthy = endpoints - 2 * Math.floor(endpoints / 10);
   const hook = await healthyReceiver(onPlant);
   const hole = await blackHole();
@@ -108,13 +100,8 @@ export async function startEndpoints(settings, endpoints, { databaseUrl, instanc
     for (let i = 0; i < endpoints; i++) {
       const kind =
         i % 10 === 8 ? `${refused}/refused` : i % 10 === 9 ? `${hole.port}/slow` : `${hook.port}/ok`;
-      const url = `http://${HOST}:${kind}/${i}`;
-      const answer = await post(
-        servers[0].url,
-        '/webhook-endpoints',
-        TOKENS[i % TOKENS.length],
-        JSON.stringify({ url }),
-      );
+      const url = JSON.stringify({ url: `http://${HOST}:${kind}/${i}` });
+      const answer = await post(servers[0].url, '/webhook-endpoints', TOKENS[i % TOKENS.length], url);
       if (answer.status !== 201) throw new Error(`endpoint not registered: ${answer.status} ${answer.text}`);
     }
   } catch (error) {
@@ -124,13 +111,7 @@ export async function startEndpoints(settings, endpoints, { databaseUrl, instanc
   return { servers, healthy, dir, close };
 }
 
-export async function webhookFanout(
-  settings,
-  endpoints,
-  seconds,
-  burst,
-  { databaseUrl, instances = 1 } = {},
-) {
+export async function webhookFanout(settings, endpoints, seconds, burst, options = {}) {
   const sentAt = new Map();
   const arrived = [];
   const seen = new Set();
@@ -144,15 +125,9 @@ export async function webhookFanout(
     const sent = sentAt.get(id);
     if (sent !== undefined) arrived.push({ phase: sent.phase, ms: at - sent.at, at });
   };
-  const {
-    servers,
-    healthy: healthyCount,
-    close,
-  } = await startEndpoints(settings, endpoints, {
-    databaseUrl,
-    instances,
-    onPlant,
-  });
+  const { databaseUrl, instances = 1 } = options;
+  const setup = await startEndpoints(settings, endpoints, { ...options, onPlant });
+  const { servers, healthy: healthyCount, close } = setup;
   try {
     let id = 0;
     const create = async (phase) => {
@@ -200,9 +175,7 @@ export async function webhookFanout(
       steady: {
         expected: steadyExpected,
         arrived: steady.length,
-        p50: quantile(steady, 0.5),
-        p99: quantile(steady, 0.99),
-        max: quantile(steady, 1),
+        ...percentiles(steady),
       },
       steadyCores,
       burst: {
@@ -217,6 +190,103 @@ export async function webhookFanout(
     progress(`[scale] webhooks: ${JSON.stringify(result)}`);
     return result;
   } finally {
+    await close();
+  }
+}
+
+// The retention scenario: the same endpoints get 5 creates a second for `seconds`, the retry schedule
+// and retention divided by 1,440 (a minute is a simulated day). The deliveries table, counted by
+// state every simulated hour, against docs/webhooks.md's bounds: a subscriber's events a second
+// (pending: with its trials) times the schedule's span, the retention and the failed retention, each
+// plus the check's interval.
+const DAY_MS = 60_000;
+const scaled = (ms, floor) => Math.max(floor, Math.round((ms * DAY_MS) / 86_400_000));
+/** The api's defaults, compressed, but the timeout and cooldown (see below). */
+const SCHEDULE = {
+  WEBHOOK_BACKOFF_BASE_MS: scaled(1_000, 1),
+  WEBHOOK_BACKOFF_MAX_MS: scaled(3_600_000, 1),
+  // At 100 ms (its floor), healthy endpoints' answers took longer with two instances on PostgreSQL.
+  WEBHOOK_TIMEOUT_MS: 1_000,
+  // At 21 ms, 200 dead endpoints' trials alone would be 9,600 attempts a second: events are not compressed.
+  WEBHOOK_BREAKER_COOLDOWN_MS: 1_000,
+  WEBHOOK_POLL_INTERVAL_MS: scaled(1_000, 50),
+  WEBHOOK_RETENTION_MS: scaled(86_400_000, 0),
+  WEBHOOK_FAILED_RETENTION_MS: scaled(604_800_000, 0),
+};
+/** How far apart the api checks rows against a duration (store/pruning.ts's `pruneEveryMs`). */
+const checkEvery = (ms) => Math.min(60_000, Math.max(SCHEDULE.WEBHOOK_POLL_INTERVAL_MS, ms));
+const COUNT = `SELECT status, url LIKE '%/ok/%' AS healthy, count(*) AS n FROM webhook_deliveries GROUP BY 1, 2`;
+
+/** Counts the deliveries by state, the pending ones of healthy and of dead endpoints apart. */
+async function counter(dir, databaseUrl) {
+  const tally = (rows) => {
+    const counts = { pendingDead: 0, pendingHealthy: 0, delivered: 0, failed: 0 };
+    for (const { status, healthy, n } of rows)
+      counts[status === 'pending' ? (Number(healthy) ? 'pendingHealthy' : 'pendingDead') : status] +=
+        Number(n);
+    return counts;
+  };
+  if (databaseUrl) {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    return { count: async () => tally((await client.query(COUNT)).rows), close: () => client.end() };
+  }
+  const db = new Database(`${dir}/0/plants.db`, { readonly: true });
+  return { count: async () => tally(db.prepare(COUNT).all()), close: async () => db.close() };
+}
+
+/** The schedule's span, as the api logged it with the deliveries it expired (none: 0). */
+const loggedSpan = (servers) =>
+  servers
+    .flatMap((server) => readFileSync(server.logFile, 'utf8').split('\n'))
+    .filter((line) => line.includes('"webhook deliveries expired"'))
+    .map((line) => JSON.parse(line).afterMs)[0] ?? 0;
+
+export async function webhookRetention(settings, endpoints, seconds, { databaseUrl, instances = 1 } = {}) {
+  const { servers, healthy, dir, close } = await startEndpoints(settings, endpoints, {
+    databaseUrl,
+    instances,
+    env: Object.fromEntries(Object.entries(SCHEDULE).map(([key, ms]) => [key, String(ms)])),
+    onPlant: () => {},
+  });
+  const rows = await counter(dir, databaseUrl);
+  try {
+    const [samples, sent] = [[], []];
+    const started = performance.now();
+    const hours = () => round1(((performance.now() - started) * 24) / DAY_MS);
+    for (let id = 1; performance.now() - started < seconds * 1000; id++) {
+      const body = JSON.stringify({ id, name: `Retention ${id}` });
+      sent.push(
+        post(servers[id % instances].url, '/plants', TOKENS[0], body).then((answer) => {
+          if (answer.status !== 200) throw new Error(`create answered ${answer.status}`);
+        }),
+      );
+      if (performance.now() - started >= (samples.length * DAY_MS) / 24)
+        samples.push({ hours: hours(), ...(await rows.count()) });
+      await sleep(Math.max(0, started + (id * 1000) / PER_SEC - performance.now()));
+    }
+    await Promise.all(sent);
+    samples.push({ hours: hours(), ...(await rows.count()) });
+    const spanMs = loggedSpan(servers);
+    const dead = endpoints - healthy;
+    // Each subscriber's events (pending: with its trials, one a cooldown) times a duration and its check.
+    const trials = 1000 / Math.max(SCHEDULE.WEBHOOK_BREAKER_COOLDOWN_MS, SCHEDULE.WEBHOOK_POLL_INTERVAL_MS);
+    const bound = (count, ms, perSec = PER_SEC) => Math.ceil((count * perSec * (ms + checkEvery(ms))) / 1000);
+    const store = databaseUrl ? `PostgreSQL, ${instances} instance${instances > 1 ? 's' : ''}` : 'SQLite';
+    const bounds = {
+      pendingDead: bound(dead, spanMs, PER_SEC + trials),
+      delivered: bound(healthy, SCHEDULE.WEBHOOK_RETENTION_MS),
+      // The failed retention (7 simulated days) outlasts the run.
+      failed: Math.ceil((dead * PER_SEC * (performance.now() - started)) / 1000),
+    };
+    const peak = Object.fromEntries(
+      Object.keys(bounds).map((key) => [key, Math.max(...samples.map((x) => x[key]))]),
+    );
+    const result = { store, endpoints, healthy, hours: hours(), spanMs, bounds, peak, samples };
+    progress(`[scale] retention: ${JSON.stringify({ ...result, samples: samples.length })}`);
+    return result;
+  } finally {
+    await rows.close();
     await close();
   }
 }
