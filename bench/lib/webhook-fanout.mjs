@@ -194,11 +194,8 @@ export async function webhookFanout(settings, endpoints, seconds, burst, options
   }
 }
 
-// The retention scenario: the same endpoints get 5 creates a second for `seconds`, the retry schedule
-// and retention divided by 1,440 (a minute is a simulated day). The deliveries table, counted by
-// state every simulated hour, against docs/webhooks.md's bounds: a subscriber's events a second
-// (pending: with its trials) times the schedule's span, the retention and the failed retention, each
-// plus the check's interval.
+// The retention scenario: 5 creates a second for `seconds`, schedule and retention divided by 1,440
+// (a minute a day); the deliveries by state every simulated hour, against docs/webhooks.md's bounds.
 const DAY_MS = 60_000;
 const scaled = (ms, floor) => Math.max(floor, Math.round((ms * DAY_MS) / 86_400_000));
 /** The api's defaults, compressed, but the timeout and cooldown (see below). */
