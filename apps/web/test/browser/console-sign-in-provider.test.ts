@@ -104,10 +104,14 @@ describe('the console with an identity provider', () => {
       '_session',
       '_session.sig',
     ]);
-    const logged = api.logs
-      .map((line) => JSON.parse(line))
-      .filter((line) => line.msg === 'request' && line.route !== 'unmatched');
-    expect(logged.some((line) => line.tokenName === `${provider.issuer}#frank`)).toBe(true);
+    // Log lines reach the api's output within LOG_WRITE_DELAY_MS (10 ms), not at once.
+    const logged = () =>
+      api.logs
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.msg === 'request' && line.route !== 'unmatched');
+    await expect
+      .poll(() => logged().some((line) => line.tokenName === `${provider.issuer}#frank`), { timeout: 5_000 })
+      .toBe(true);
 
     // Renewed before it expires, with no reload and the console still working.
     await expect
