@@ -37,14 +37,16 @@ export function startOutboxRetention(outbox: DeliveryOutbox, config: WebhookConf
 /**
  * An open breaker holds a subscriber's deliveries back without spending their attempts, so a
  * receiver dead for a day would keep a day of them pending. `expire(open)` fails those of the
- * subscribers whose breaker is open due for longer than the schedule's span (`scheduleSpanMs`, 3 h 11 min by
- * default): the most a delivery could have waited had it been attempted. At most once a minute (or
- * a span, when shorter); one error line per subscriber, and the deliveries-failed metric.
+ * subscribers whose breaker is open due for longer than the schedule's span (`scheduleSpanMs`, 3 h 10 min
+ * 45 s by default): the most a delivery could have waited had it been attempted. At most once a minute
+ * (or a span, when shorter), and not past `stopping`; one error line per subscriber, and the
+ * deliveries-failed metric.
  */
 export function outboxExpiry(
   outbox: DeliveryOutbox,
   config: WebhookConfig,
   log: Logger,
+  stopping: AbortSignal,
   metrics?: Parameters<typeof outcomeRecorder>[3],
 ) {
   const olderThanMs = scheduleSpanMs(config);
@@ -76,7 +78,7 @@ export function outboxExpiry(
           if (known) known.expired += 1;
         }
         batch = expired.length;
-      } while (batch === PRUNE_BATCH);
+      } while (batch === PRUNE_BATCH && !stopping.aborted);
     } catch (error) {
       log.warn({ reason: describeCauses(error) }, 'webhook deliveries not expired');
     }
@@ -88,8 +90,9 @@ export function outboxExpiry(
   }
 
   return {
-    /** Starts a round for `open` when one is due and none runs; resolves when it ends. */
-    expire(open: readonly Subscriber[]): Promise<void> | undefined {
+    /** Starts a round for those of `failing` whose breaker is open, when one is due and none runs. */
+    expire(failing: readonly Subscriber[]): Promise<void> | undefined {
+      const open = failing.filter((to) => to.breaker.state() !== 'closed');
       if (running || open.length === 0 || performance.now() < due) return undefined;
       running = true;
       due = performance.now() + everyMs;

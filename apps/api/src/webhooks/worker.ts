@@ -32,7 +32,7 @@ export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.ts'
  * the queued ones when the URL's last attempt failed or the worker stops: they keep their attempts.
  * A failing URL gets one attempt a round; an open breaker, none. Records outcomes (outcomes.ts).
  * Polls every `pollIntervalMs`, and at once when a subscriber that had more due has room again.
- * Prunes, and fails what a failing subscriber's breaker held back for longer than the schedule (retention.ts).
+ * Prunes, and fails what an open breaker held back for longer than the schedule (retention.ts).
  */
 export function startDeliveryWorker({
   outbox,
@@ -70,7 +70,7 @@ export function startDeliveryWorker({
   let failingClaims: Promise<void> | undefined;
   let sharing = 0; // How many share them: those known, or (in a round) those with deliveries pending.
   const record = outcomeRecorder(outbox, config, log, metrics);
-  const expiry = outboxExpiry(outbox, config, log, metrics);
+  const expiry = outboxExpiry(outbox, config, log, stopping.signal, metrics);
   const release = batched((claims: Delivery[]) => outbox.release(claims));
   // A saturated subscriber with room again ends the nap (or skips the next one) so the next round starts.
   let woken = false;
@@ -331,10 +331,7 @@ export function startDeliveryWorker({
     };
     // Failing subscribers' claims run on a chain of their own that the round does not wait for.
     const failing = new Set(keys.filter((key) => subscribers.get(key)?.breaker.failing()));
-    const open = [...failing]
-      .map((key) => subscribers.get(key)!)
-      .filter((to) => to.breaker.state() !== 'closed');
-    const expiring = expiry.expire(open);
+    const expiring = expiry.expire([...failing].map((key) => subscribers.get(key)!));
     if (expiring) track(expiring);
     if (!failingClaims) {
       failingClaims = inBatches([...failing]).finally(() => {
