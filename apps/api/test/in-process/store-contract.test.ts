@@ -830,26 +830,33 @@ describe.each(testStores())('the $name store', (testStore) => {
       expect(JSON.stringify(await store.webhookEndpoints.get(endpoint(1).id))).not.toContain('sealed-1"');
     });
 
-    it('claims for many endpoints and URLs in one call: each its own, its oldest up to its limit, once', async () => {
-      const ids = [1, 2, 3].map((n) => endpoint(n).id);
-      for (const n of [1, 2, 3]) await store.webhookEndpoints.create(endpoint(n), max);
-      const URL = 'http://127.0.0.1:9/operator';
-      for (const id of [1n, 2n, 3n])
+    const OPERATOR_URL = 'http://127.0.0.1:9/operator';
+    /** Creates that fan out to every endpoint registered, and each to OPERATOR_URL. */
+    const createFannedOut = async (ids: bigint[]) => {
+      for (const id of ids)
         await store.create(
           { id, name: 'Fern' },
           {
             outbox: {
               endpointPayload: `{"id":${id}}`,
-              deliveries: [{ id: `msg_${String(id).padStart(32, '0')}`, url: URL, payload: `{"id":${id}}` }],
+              deliveries: [
+                { id: `msg_${String(id).padStart(32, '0')}`, url: OPERATOR_URL, payload: `{"id":${id}}` },
+              ],
             },
           },
         );
+    };
+
+    it('claims for many endpoints and URLs in one call: each its own, its oldest up to its limit, once', async () => {
+      const ids = [1, 2, 3].map((n) => endpoint(n).id);
+      for (const n of [1, 2, 3]) await store.webhookEndpoints.create(endpoint(n), max);
+      await createFannedOut([1n, 2n, 3n]);
       const payloads = (claimed: { payload: string }[][]) =>
         claimed.map((each) => each.map((d) => d.payload).sort());
       const first = await store.deliveries.claimEach(
         [
           { endpointId: ids[1]!, limit: 2 },
-          { url: URL, limit: 1 },
+          { url: OPERATOR_URL, limit: 1 },
           { endpointId: ids[0]!, limit: 10 },
           { endpointId: 'we_none', limit: 10 },
         ],
@@ -871,7 +878,7 @@ describe.each(testStores())('the $name store', (testStore) => {
               { endpointId: ids[0]!, limit: 10 },
               { endpointId: ids[1]!, limit: 10 },
               { endpointId: ids[2]!, limit: 10 },
-              { url: URL, limit: 10 },
+              { url: OPERATOR_URL, limit: 10 },
             ],
             60_000,
           ),
@@ -882,26 +889,26 @@ describe.each(testStores())('the $name store', (testStore) => {
     it('expires the named subscribers’ deliveries due longer than `olderThanMs`, none leased or retried since, at most `limit`', async () => {
       const [e1, e2] = [1, 2].map((n) => endpoint(n).id);
       for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
-      const URL = 'http://127.0.0.1:9/operator';
-      for (const id of [1n, 2n, 3n])
-        await store.create(
-          { id, name: 'Fern' },
-          {
-            outbox: {
-              endpointPayload: `{"id":${id}}`,
-              deliveries: [{ id: `msg_${String(id).padStart(32, '0')}`, url: URL, payload: `{"id":${id}}` }],
-            },
-          },
-        );
+      await createFannedOut([1n, 2n, 3n]);
       const [leased] = (await store.deliveries.claimEach([{ endpointId: e1!, limit: 1 }], 60_000))[0]!;
       await sleep(300);
-      const [retried] = await store.deliveries.claim({ url: URL, limit: 1, leaseMs: 60_000 });
+      const [retried] = await store.deliveries.claim({ url: OPERATOR_URL, limit: 1, leaseMs: 60_000 });
       await store.deliveries.retry(retried!.id, { delayMs: 0, error: 'HTTP 500' });
       const expire = (olderThanMs: number, limit: number) =>
-        store.deliveries.expire({ endpointIds: [e1!], urls: [URL], olderThanMs, limit, error: 'expired' });
+        store.deliveries.expire({
+          endpointIds: [e1!],
+          urls: [OPERATOR_URL],
+          olderThanMs,
+          limit,
+          error: 'expired',
+        });
       expect(await expire(60_000, 100)).toStrictEqual([]);
-      expect(await expire(200, 3)).toStrictEqual([{ endpointId: e1 }, { endpointId: e1 }, { url: URL }]);
-      expect(await expire(200, 100)).toStrictEqual([{ url: URL }]);
+      expect(await expire(200, 3)).toStrictEqual([
+        { endpointId: e1 },
+        { endpointId: e1 },
+        { url: OPERATOR_URL },
+      ]);
+      expect(await expire(200, 100)).toStrictEqual([{ url: OPERATOR_URL }]);
       expect(await expire(200, 100)).toStrictEqual([]);
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 5, delivered: 0, failed: 4 });
       const failed = await store.deliveries.listFailed({ limit: 10 });
@@ -912,7 +919,7 @@ describe.each(testStores())('the $name store', (testStore) => {
       await store.deliveries.markDelivered([leased!.id]);
       const [mine] = await store.deliveries.claimEach([{ endpointId: e2!, limit: 10 }], 60_000);
       expect(mine).toHaveLength(3);
-      expect(await store.deliveries.claim({ url: URL, limit: 10, leaseMs: 60_000 })).toStrictEqual([
+      expect(await store.deliveries.claim({ url: OPERATOR_URL, limit: 10, leaseMs: 60_000 })).toStrictEqual([
         { ...retried!, attempts: 2 },
       ]);
     });
