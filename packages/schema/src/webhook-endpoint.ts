@@ -180,14 +180,19 @@ export const WebhookDeliverySchema = z
     event: z.enum([...PLANT_EVENT_TYPES, 'webhook.ping']).meta({ description: 'What was delivered' }),
     status: z.enum(['pending', 'delivered', 'failed']).meta({
       description:
-        'pending: not yet delivered and still tried; failed: out of attempts, or its endpoint was disabled',
+        'pending: not yet delivered and still tried; failed: out of attempts, held back by an open circuit breaker for longer than the retry schedule, or its endpoint was disabled',
     }),
     attempts: z.int32().min(0).meta({ description: 'Attempts made so far' }),
     lastResponseCode: z
       .int32()
       .nullable()
       .meta({ description: 'The HTTP status of the latest attempt, or null (none yet, or no answer)' }),
-    lastError: z.string().nullable().meta({ description: 'Why the latest attempt failed, or null' }),
+    lastError: z
+      .string()
+      .nullable()
+      .meta({
+        description: 'Why the latest attempt failed, or why the delivery expired (`expired: …`), or null',
+      }),
     nextAttemptAt: at('When the next attempt is due, or null when none is (delivered or failed)').nullable(),
     createdAt: at('When the delivery was enqueued (RFC 3339, UTC)'),
   })
