@@ -1,24 +1,24 @@
-// The event-stream worker of `events`: holds N open `GET /plants/events` streams and, when told,
-// sends creates at a fixed rate (open loop) while timing each event's delivery on a sample of the
-// streams. A process of its own on the load core. Commands arrive as JSON lines on stdin, answers
-// leave as JSON lines on stdout:
+// The event-stream worker of `events`: holds N open event streams (SSE or tRPC) and, when told, sends
+// creates at a fixed rate (open loop) while timing each event's delivery on a sample of the streams.
+// A process of its own on the load core. Commands arrive as JSON lines on stdin, answers leave as
+// JSON lines on stdout:
 //
 //   node bench/streams.mjs <token>
 //
-//   {"cmd":"open","url","streams","types"?}         → {"streams","ms"}
+//   {"cmd":"open","url","streams","trpc","types"?}  → {"streams","ms"}: trpc% tRPC subscriptions
 //   {"cmd":"pace","url","rate","seconds","idStart"} → {"sent","ok",…,"fromCommit","fromSend"}
 //   {"cmd":"counts"}                                → {"events","cut","open"}
 //   {"cmd":"drop"}                                  → {}: every stream closed, counters at 0
 //
 // Every 10th stream (100th at 10,000) is timed: arrival − each event's `createdAt` (the server's
-// stamp, before the commit) and − its create's send. The others count events (`\nid: ` in the bytes).
+// stamp, before the commit) and − its create's send. The others count events (`id: ` lines).
 // Plain sockets: node:http's parser and decoding were a third of this process's time.
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
-import { percentiles } from './lib/stats.mjs';
+import { percentiles, round2 } from './lib/stats.mjs';
 
-const ID_LINE = Buffer.from('\nid: ');
+const ID_LINE = Buffer.from('id: ');
 const HEADERS_END = Buffer.from('\r\n\r\n');
 const PLANT_ID = Buffer.from('"plant":{"id":');
 const CREATED_AT = Buffer.from('"createdAt":"');
@@ -33,16 +33,22 @@ let cut = 0;
 /** While pacing: each create's send time by (plant id − idStart), and the timed deliveries. */
 let paced = null;
 
+/** The path of an SSE stream, or of a tRPC subscription (as `httpSubscriptionLink` opens it). */
+const pathOf = (trpc, types) =>
+  trpc
+    ? `/trpc/plants.events?input=${encodeURIComponent(JSON.stringify({ json: types ? { types: [types] } : {} }))}`
+    : `/plants/events${types ? `?types=${types}` : ''}`;
+
 /** One stream: the request written by hand, the answer read as bytes (the server writes whole frames). */
-function openStream(url, sampled, types) {
+function openStream(url, sampled, types, trpc) {
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(url);
     const socket = connect({ host: hostname, port: Number(port) });
-    const stream = { socket, sampled, rest: EMPTY, partial: 0, open: false };
+    const stream = { socket, sampled, rest: EMPTY, open: false };
     let head = EMPTY;
     socket.on('connect', () =>
       socket.write(
-        `GET /plants/events${types ? `?types=${types}` : ''} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n` +
+        `GET ${pathOf(trpc, types)} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n` +
           `Authorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`,
       ),
     );
@@ -53,7 +59,7 @@ function openStream(url, sampled, types) {
         if (end === -1) return;
         if (!head.toString('latin1', 0, 12).startsWith('HTTP/1.1 200')) {
           socket.destroy();
-          return reject(new Error(`GET /plants/events answered ${head.toString('latin1', 0, 12)}`));
+          return reject(new Error(`GET ${pathOf(trpc, types)} answered ${head.toString('latin1', 0, 12)}`));
         }
         stream.open = true;
         streams.push(stream);
@@ -71,49 +77,39 @@ function openStream(url, sampled, types) {
   });
 }
 
-/** How many bytes at the end of `buf` begin an `\nid: ` (1–4), or 0. */
-function partialAtEnd(buf) {
-  for (let k = ID_LINE.length - 1; k > 0; k--)
-    if (buf.length >= k && buf.subarray(buf.length - k).equals(ID_LINE.subarray(0, k))) return k;
-  return 0;
-}
-
 /**
- * Counts the whole frames of a chunk; on a sampled stream while pacing, times each one from its
- * plant id and `createdAt`. A frame cut by the chunk's end waits in `rest`, an `\nid: ` cut by it in
- * `partial`, so that a chunk is copied only when a frame straddles two.
+ * Counts the whole frames of a chunk (those with an `id:` line: SSE's, whose data follows it, and
+ * tRPC's, whose data comes first); on a sampled stream while pacing, times each one from its plant
+ * id and `createdAt`. A frame cut by the chunk's end waits in `rest`: a chunk is copied only when
+ * a frame straddles two.
  */
 function read(stream, chunk) {
   const now = performance.now();
-  let buf = chunk;
-  const k = stream.partial;
-  if (stream.rest.length > 0) buf = Buffer.concat([stream.rest, chunk]);
-  else if (k > 0 && chunk.subarray(0, ID_LINE.length - k).equals(ID_LINE.subarray(k)))
-    buf = Buffer.concat([ID_LINE.subarray(0, k), chunk]);
-  let at = buf.indexOf(ID_LINE);
-  while (at !== -1) {
-    const end = buf.indexOf(FRAME_END, at + ID_LINE.length);
-    if (end === -1) break;
-    events++;
-    if (stream.sampled && paced) {
-      const plant = buf.indexOf(PLANT_ID, at);
-      const created = buf.indexOf(CREATED_AT, at);
-      if (plant !== -1 && plant < end && created !== -1 && created < end) {
-        const index =
-          Number(buf.toString('latin1', plant + PLANT_ID.length, buf.indexOf(44, plant))) - paced.idStart;
-        const from = created + CREATED_AT.length;
-        if (index >= 0 && index < paced.total) {
-          paced.fromSend.push(now - paced.sentAt[index]);
-          paced.fromCommit.push(
-            performance.timeOrigin + now - Date.parse(buf.toString('latin1', from, from + 24)),
-          );
-        }
-      }
+  const buf = stream.rest.length > 0 ? Buffer.concat([stream.rest, chunk]) : chunk;
+  let from = 0;
+  for (let end = buf.indexOf(FRAME_END); end !== -1; end = buf.indexOf(FRAME_END, from)) {
+    const id = buf.indexOf(ID_LINE, from);
+    if (id !== -1 && id < end) {
+      events++;
+      if (stream.sampled && paced) time(buf, from, end, now);
     }
-    at = buf.indexOf(ID_LINE, end);
+    from = end + FRAME_END.length;
   }
-  stream.rest = at === -1 ? EMPTY : buf.subarray(at);
-  stream.partial = at === -1 ? partialAtEnd(buf) : 0;
+  stream.rest = buf.subarray(from);
+}
+
+/** Times the frame at [from, end): its plant id is bare (SSE) or quoted (superjson's bigint). */
+function time(buf, from, end, now) {
+  const plant = buf.indexOf(PLANT_ID, from);
+  const created = buf.indexOf(CREATED_AT, from);
+  if (plant === -1 || plant > end || created === -1 || created > end) return;
+  const digits = plant + PLANT_ID.length + (buf[plant + PLANT_ID.length] === 34 ? 1 : 0);
+  const index = Number.parseInt(buf.toString('latin1', digits, digits + 20), 10) - paced.idStart;
+  const at = created + CREATED_AT.length;
+  if (index >= 0 && index < paced.total) {
+    paced.fromSend.push(now - paced.sentAt[index]);
+    paced.fromCommit.push(performance.timeOrigin + now - Date.parse(buf.toString('latin1', at, at + 24)));
+  }
 }
 
 const timed = (values) =>
@@ -130,7 +126,6 @@ async function pace({ url, rate, seconds, idStart }) {
   const [eventsBefore, cutBefore] = [events, cut];
   const cpuBefore = process.cpuUsage();
   const sendOne = (index) => {
-    const body = `{"id":${idStart + index},"name":"Fern","tag":"bench"}`;
     paced.sentAt[index] = performance.now();
     tally.pending++;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -144,7 +139,7 @@ async function pace({ url, rate, seconds, idStart }) {
       tally.notOk++;
       tally.pending--;
     });
-    req.end(body);
+    req.end(`{"id":${idStart + index},"name":"Fern","tag":"bench"}`);
   };
   const started = performance.now();
   while (tally.sent < total) {
@@ -170,8 +165,7 @@ async function pace({ url, rate, seconds, idStart }) {
     streamsCut: cut - cutBefore,
     fromCommit: timed(paced.fromCommit),
     fromSend: timed(paced.fromSend),
-    workerCpu:
-      Math.round(((cpu.user + cpu.system) / 1e6 / ((performance.now() - started) / 1000)) * 100) / 100,
+    workerCpu: round2((cpu.user + cpu.system) / 1e6 / ((performance.now() - started) / 1000)),
   };
   paced = null;
   return result;
@@ -182,12 +176,15 @@ async function handle(message) {
     const started = performance.now();
     // About 100 timed however many are open: timing is this process's largest cost.
     const sampleEvery = Math.max(SAMPLE_EVERY, Math.floor(message.streams / 100));
+    // `trpc`% of them tRPC subscriptions, as many among the timed ones as among the others.
+    const trpc = (i) => (i % sampleEvery === 0 ? i / sampleEvery : i) % 100 < message.trpc;
     // 50 at a time, as clients would connect, so that the accept queue never overflows.
     for (let i = 0; i < message.streams; i += 50) {
-      const batch = Array.from({ length: Math.min(50, message.streams - i) }, (_, k) =>
-        openStream(message.url, (i + k) % sampleEvery === 0, message.types),
+      await Promise.all(
+        Array.from({ length: Math.min(50, message.streams - i) }, (_, k) =>
+          openStream(message.url, (i + k) % sampleEvery === 0, message.types, trpc(i + k)),
+        ),
       );
-      await Promise.all(batch);
     }
     return { streams: streams.length, ms: Math.round(performance.now() - started) };
   }

@@ -1,6 +1,6 @@
-// `events`: BENCH_EVENT_STREAMS (1,000) open `GET /plants/events` streams on the api, with the
-// stream limits raised so that one bench token may hold them all. bench/streams.mjs, a worker on
-// the load core, holds and reads the streams and sends the paced creates.
+// `events`: BENCH_EVENT_STREAMS (1,000) open event streams on the api, BENCH_EVENT_TRPC% (50) of them
+// tRPC subscriptions and the rest SSE, the stream limits raised so that one bench token may hold them
+// all. bench/streams.mjs, a worker on the load core, holds and reads them and sends the paced creates.
 //
 // SQLite, one instance, in this order: create throughput with no stream; with the streams open
 // asking for `plant.deleted` only, so that they receive none of the creates' events (judged: "open
@@ -24,7 +24,6 @@ import {
 
 const LIMITS = { addedRssMb: 60, p99Sqlite: 50, p99Postgres: 250, throughput: 0.9 };
 
-/** The api's stream limits, raised for one token holding every stream of the bench. */
 /** The streams worker (bench/streams.mjs): `ask(message)` resolves with its answer. */
 function streamsWorker() {
   const worker = startWorker('streams.mjs', [TOKEN]);
@@ -37,6 +36,7 @@ function streamsWorker() {
   return { ask, stop: worker.stop };
 }
 
+/** The api's stream limits, raised for one token holding every stream of the bench. */
 const streamLimits = (settings) => {
   const room = String(Math.max(2_000, settings.eventStreams));
   return { EVENT_STREAMS_PER_TOKEN: room, EVENT_STREAMS_MAX: room };
@@ -54,9 +54,9 @@ async function throughput(settings, server, idStart) {
 }
 
 async function openStreams(settings, worker, server, types) {
-  const opened = await worker.ask({ cmd: 'open', url: server.url, streams: settings.eventStreams, types });
-  if (opened.streams !== settings.eventStreams)
-    throw new Error(`opened ${opened.streams} of ${settings.eventStreams} streams`);
+  const { eventStreams: streams, eventTrpc: trpc } = settings;
+  const opened = await worker.ask({ cmd: 'open', url: server.url, streams, trpc, types });
+  if (opened.streams !== streams) throw new Error(`opened ${opened.streams} of ${streams} streams`);
 }
 
 const pace = ({ eventRate: rate, eventSeconds: seconds }, worker, server, idStart) =>
@@ -154,7 +154,8 @@ async function postgres(settings, worker) {
 }
 
 async function run(settings) {
-  const result = { streams: settings.eventStreams, rate: settings.eventRate, seconds: settings.eventSeconds };
+  const { eventStreams: streams, eventRate: rate, eventSeconds: seconds, eventTrpc: trpc } = settings;
+  const result = { streams, rate, seconds, trpc };
   for (const [part, measure] of [
     ['sqlite', sqlite],
     ['postgres', settings.databaseUrl && postgres],
@@ -194,7 +195,7 @@ function render(e) {
         : [];
   const s = e.sqlite;
   const out = [
-    `## Event streams: ${n} open \`GET /plants/events\` streams, ${fmtInt(e.rate)} creates/s for ${e.seconds} s`,
+    `## Event streams: ${n} open, ${e.trpc ?? 0}% tRPC subscriptions and the rest SSE, ${fmtInt(e.rate)} creates/s for ${e.seconds} s`,
     '',
     "Latency is timed on every 10th stream: delivery − the event's `createdAt` (stamped before the commit, so an upper bound on commit-to-delivery), and delivery − the create's send.",
     '',

@@ -9,7 +9,7 @@ export const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|gr
            reads by id (and 304), pages, a tag page of 1,000,000 plants, PATCH, PostgreSQL
   import   \`plants import\` and \`plants export\` of BENCH_IMPORT_PLANTS plants beside batched tRPC creates
   backlog  BENCH_BACKLOG_SECONDS of creates with one webhook subscriber: the outbox left behind
-  events   BENCH_EVENT_STREAMS open event streams: added RSS, delivery latency, create throughput
+  events   BENCH_EVENT_STREAMS open event streams (BENCH_EVENT_TRPC% tRPC): added RSS, latency, creates/s
   growth   REST creates with BENCH_GROWTH_SIZES plants already stored
   scale    reads, writes, filtered pages, start-up and RSS at BENCH_SCALE_SIZES plants (SQLite)
   soak     BENCH_SOAK_SECONDS of creates, RSS every second: the plateau rule
@@ -18,7 +18,7 @@ export const HELP = `usage: node bench/run.mjs [compare|import|backlog|events|gr
 
 Environment (defaults): BENCH_DURATION=10 BENCH_WARMUP=3 BENCH_RUNS=5 BENCH_CONNECTIONS=50 BENCH_BATCH=10
   BENCH_SCENARIOS=<all> BENCH_DATABASE_URL=<local server if it answers>|none BENCH_IMPORT_PLANTS=100000
-  BENCH_BACKLOG_SECONDS=60 BENCH_EVENT_STREAMS=1000 BENCH_EVENT_RATE=1000 BENCH_EVENT_SECONDS=10
+  BENCH_BACKLOG_SECONDS=60 BENCH_EVENT_STREAMS=1000 BENCH_EVENT_RATE=1000 BENCH_EVENT_SECONDS=10 BENCH_EVENT_TRPC=50
   BENCH_GROWTH_SIZES=0,100k,1M BENCH_SCALE_SIZES=10k,1M,10M BENCH_SCALE_SECONDS=5 BENCH_SOAK_SECONDS=300 BENCH_API_MAIN=apps/api/dist/main.js
   BENCH_SCALE_WEBHOOKS=1000 BENCH_SCALE_WEBHOOK_SECONDS=60 BENCH_SCALE_WEBHOOK_BURST=100 BENCH_SCALE_RETENTION_SECONDS=120
   BENCH_OUT=bench/results/latest BENCH_TMPDIR=<os tmpdir> BENCH_KEEP=0 BENCH_STRICT=0
@@ -67,6 +67,8 @@ export function readSettings() {
     eventStreams: count('BENCH_EVENT_STREAMS', 1000, 1),
     eventRate: count('BENCH_EVENT_RATE', 1000, 1),
     eventSeconds: count('BENCH_EVENT_SECONDS', 10, 1),
+    /** The share of the streams, in percent, opened as tRPC subscriptions. */
+    eventTrpc: Math.min(100, count('BENCH_EVENT_TRPC', 50, 0)),
     growthSizes: [...new Set(sizes)].sort((a, b) => a - b),
     scaleSizes: (env.BENCH_SCALE_SIZES?.trim() || '10k,1M,10M').split(',').map(parseCount),
     scaleSeconds: count('BENCH_SCALE_SECONDS', 5, 1),

@@ -17,7 +17,7 @@ import { runOperation } from '../operations/pipeline.ts';
 import { readJsonBody } from './body.ts';
 import { decodeParams, type ParamDecoders, paramDecoders } from './params.ts';
 import { requestScope } from './request-scope.ts';
-import { serveEventStream } from './sse.ts';
+import { SSE_FORMAT, serveEventStream } from './sse.ts';
 import { writeJson } from './json-writer.ts';
 
 /** The request's context from its token check and the request (app.ts builds it, for both transports). */
@@ -139,7 +139,7 @@ export function restAdapter(
     if (operation.stream) {
       const stream = result.output as EventStream;
       if (ctx.method === 'HEAD') return answerStreamHead(ctx, stream);
-      return serveEventStream(ctx, stream, options.heartbeatMs);
+      return serveEventStream(ctx, stream, SSE_FORMAT, options.heartbeatMs);
     }
     const { rest } = operation;
     const presented = rest?.present

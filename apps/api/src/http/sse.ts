@@ -1,6 +1,11 @@
 import type { Socket } from 'node:net';
 import type { Context } from 'koa';
-import { type EventStream, OVERFLOW_GRACE_MS, OVERFLOW_MESSAGE } from '../events/event-stream.ts';
+import {
+  type EventStream,
+  OVERFLOW_GRACE_MS,
+  OVERFLOW_MESSAGE,
+  type StreamEnd,
+} from '../events/event-stream.ts';
 import { toPlantEvent } from '../operations/events.ts';
 import type { StoredEvent } from '../store/contract.ts';
 import { writeJson } from './json-writer.ts';
@@ -9,15 +14,58 @@ import { writeJson } from './json-writer.ts';
 const RECONNECT_MS = 1_000;
 
 /**
- * Answers `stream` as Server-Sent Events: `id:`, `event:` and `data:` (exact int64 JSON) per event,
- * a `: heartbeat` comment after `heartbeatMs` without a write. The backlog is written page by page
- * as the socket drains; live events are written as the hub hands them out, all that waits in one
- * write, and only while the socket is not backed up: otherwise they stay in the hub's bounded
- * buffer, where overflowing it ends the stream with an `error` event saying so (`too_slow`), the connection
- * cut if it is not read within OVERFLOW_GRACE_MS (the client resumes by id). A shutdown, or the
- * hub giving the stream's place to another token's (see `EventHubLimits.maxStreams`), ends the
- * stream cleanly: EventSource reconnects by itself. A revoked token's stream ends after a last
- * comment saying so (`: closed: the token was revoked`); EventSource's reconnection then gets 401.
+ * How a transport writes an event stream: its headers, first bytes, heartbeat, the frames of a run
+ * of events (as one HTTP chunk, made once per run: see `framer`) and what a stream that ended for
+ * `reason` writes last before its response ends, or `cut` to cut the connection instead.
+ */
+export type StreamFormat = {
+  headers: Record<string, string>;
+  opening: Buffer;
+  heartbeat: Buffer;
+  frames(events: readonly StoredEvent[]): Buffer;
+  ending(reason: Exclude<StreamEnd, 'closed'>): Buffer | 'cut' | undefined;
+};
+
+/**
+ * Server-Sent Events as `GET /plants/events` writes them: `id:`, `event:` and `data:` (exact int64
+ * JSON) per event, a `: heartbeat` comment when idle. A consumer too slow for its events gets an
+ * `error` event saying so (`too_slow`). A shutdown, or the hub giving the stream's place to another
+ * token's (see `EventHubLimits.maxStreams`), ends the stream cleanly: EventSource reconnects by
+ * itself and resumes by id. A revoked token's stream ends after a comment saying so; EventSource's
+ * reconnection then gets 401.
+ */
+export const SSE_FORMAT: StreamFormat = {
+  headers: {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    'X-Accel-Buffering': 'no',
+  },
+  opening: chunk(`retry: ${RECONNECT_MS}\n\n`),
+  heartbeat: chunk(': heartbeat\n\n'),
+  frames: framer(
+    (event) => `id: ${event.id}\nevent: ${event.type}\ndata: ${writeJson(toPlantEvent(event))}\n\n`,
+  ),
+  ending: (reason) => ENDINGS[reason],
+};
+
+const ENDINGS: Record<Exclude<StreamEnd, 'closed'>, Buffer | undefined> = {
+  overflow: chunk(
+    `event: error\ndata: ${JSON.stringify({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
+  ),
+  shutdown: undefined,
+  displaced: chunk(
+    ": closed: this instance's streams are shared between tokens, and this token held the most; reconnect to resume\n\n",
+  ),
+  revoked: chunk(': closed: the token was revoked\n\n'),
+};
+
+/**
+ * Answers `stream` in `format` (`SSE_FORMAT`, or a tRPC subscription's), a heartbeat after
+ * `heartbeatMs` without a write. The backlog is written page by page as the socket drains; live
+ * events are written as the hub hands them out, all that waits in one write, and only while the
+ * socket is not backed up: otherwise they stay in the hub's bounded buffer, where overflowing it
+ * ends the stream (`overflow`), the connection cut if its last bytes are not read within
+ * OVERFLOW_GRACE_MS (the client resumes by id).
  *
  * Written to the socket directly (Koa does not respond), as ready-made HTTP chunks shared by every
  * stream: at 1,000 streams × 1,000 events/s the per-write cost of a Readable, a generator and a
@@ -25,10 +73,14 @@ const RECONNECT_MS = 1_000;
  * It goes around `res.write` by the rule of docs/architecture.md (Going around a library);
  * test/in-process/sse-raw-chunks.test.ts fails if node:http changes under it.
  */
-export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs: number): void {
+export function serveEventStream(
+  ctx: Context,
+  stream: EventStream,
+  format: StreamFormat,
+  heartbeatMs: number,
+): void {
   ctx.status = 200;
-  ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-  ctx.type = 'text/event-stream; charset=utf-8';
+  ctx.set(format.headers);
   ctx.respond = false;
   const { res } = ctx;
   const { socket } = ctx.req;
@@ -47,7 +99,7 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
   const body = res.chunkedEncoding ? (bytes: Buffer) => bytes : contentOf;
 
   // One timer per stream, pushed back by each write (`refresh`), not one per event.
-  const heartbeat = setTimeout(() => write(HEARTBEAT), heartbeatMs);
+  const heartbeat = setTimeout(() => write(format.heartbeat), heartbeatMs);
   /** False when the socket is backed up (or gone): wait for 'drain'. */
   const write = (chunk: Buffer): boolean => {
     if (res.writableEnded || socket.destroyed) return false;
@@ -61,7 +113,7 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
     if (runs.length === 0) return;
     // Every run waiting, in one system call (writev): the runs' bytes are shared between streams.
     socket.cork();
-    for (const run of runs) write(frames(run));
+    for (const run of runs) write(format.frames(run));
     socket.uncork();
   };
 
@@ -77,24 +129,20 @@ export function serveEventStream(ctx: Context, stream: EventStream, heartbeatMs:
   void stream.ended.then((reason) => {
     clearTimeout(heartbeat);
     socket.off('drain', writeWaiting);
-    if (reason === 'overflow') {
-      // Behind what the socket holds already: the consumer reads why once it gets there, or is cut.
-      if (!socket.destroyed) socket.write(body(OVERFLOWED));
-      res.end();
-      setTimeout(() => socket.destroy(), OVERFLOW_GRACE_MS).unref();
-    } else if (reason === 'shutdown') res.end();
-    else if (reason === 'displaced' || reason === 'revoked') {
-      // The comment says why to whoever reads; EventSource then reconnects by itself (and resumes by
-      // id, or after a revocation gets 401).
-      if (!socket.destroyed) socket.write(body(reason === 'displaced' ? DISPLACED : REVOKED));
-      res.end();
-    }
+    if (reason === 'closed') return;
+    const last = format.ending(reason);
+    if (last === 'cut') return void socket.destroy();
+    // Behind what the socket holds already: the consumer reads it once it gets there.
+    if (last !== undefined && !socket.destroyed) socket.write(body(last));
+    res.end();
+    // One too slow for its events is cut if it does not get there in time.
+    if (reason === 'overflow') setTimeout(() => socket.destroy(), OVERFLOW_GRACE_MS).unref();
   });
 
-  write(RETRY);
+  write(format.opening);
   void (async () => {
     for await (const page of stream.backlog()) {
-      if (write(frames(page))) continue;
+      if (write(format.frames(page))) continue;
       if (res.writableEnded || socket.destroyed) return;
       await drained(socket);
     }
@@ -152,7 +200,7 @@ function drained(socket: Socket): Promise<void> {
 }
 
 /** `text` as one HTTP/1.1 chunk (the response is `Transfer-Encoding: chunked`). */
-function chunk(text: string): Buffer {
+export function chunk(text: string): Buffer {
   return Buffer.from(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
 }
 
@@ -161,39 +209,29 @@ function contentOf(bytes: Buffer): Buffer {
   return bytes.subarray(bytes.indexOf('\r\n') + 2, bytes.length - 2);
 }
 
-const RETRY = chunk(`retry: ${RECONNECT_MS}\n\n`);
-const HEARTBEAT = chunk(': heartbeat\n\n');
-const DISPLACED = chunk(
-  ": closed: this instance's streams are shared between tokens, and this token held the most; reconnect to resume\n\n",
-);
-const REVOKED = chunk(': closed: the token was revoked\n\n');
-const OVERFLOWED = chunk(
-  `event: error\ndata: ${JSON.stringify({ error: 'too_slow', message: OVERFLOW_MESSAGE })}\n\n`,
-);
-
 /**
- * The frames of a run of events, built once per instance however many streams send it: the hub
- * hands every stream that keeps up the same array, and every stream the same event objects.
+ * The frames of a run of events as one chunk, `frame` applied once per event and the chunk built
+ * once per run however many streams send it: the hub hands every stream that keeps up the same
+ * array, and every stream the same event objects.
  */
-const framedRuns = new WeakMap<readonly StoredEvent[], Buffer>();
-const framedEvents = new WeakMap<StoredEvent, string>();
-
-function frames(events: readonly StoredEvent[]): Buffer {
-  let bytes = framedRuns.get(events);
-  if (bytes === undefined) {
-    let text = '';
-    for (const event of events) text += frame(event);
-    bytes = chunk(text);
-    framedRuns.set(events, bytes);
-  }
-  return bytes;
-}
-
-function frame(event: StoredEvent): string {
-  let text = framedEvents.get(event);
-  if (text === undefined) {
-    text = `id: ${event.id}\nevent: ${event.type}\ndata: ${writeJson(toPlantEvent(event))}\n\n`;
-    framedEvents.set(event, text);
-  }
-  return text;
+export function framer(frame: (event: StoredEvent) => string): (events: readonly StoredEvent[]) => Buffer {
+  const framedRuns = new WeakMap<readonly StoredEvent[], Buffer>();
+  const framedEvents = new WeakMap<StoredEvent, string>();
+  return (events) => {
+    let bytes = framedRuns.get(events);
+    if (bytes === undefined) {
+      let text = '';
+      for (const event of events) {
+        let framed = framedEvents.get(event);
+        if (framed === undefined) {
+          framed = frame(event);
+          framedEvents.set(event, framed);
+        }
+        text += framed;
+      }
+      bytes = chunk(text);
+      framedRuns.set(events, bytes);
+    }
+    return bytes;
+  };
 }

@@ -8,6 +8,7 @@ import type { AnyOperation } from '../operations/operation.ts';
 import { listOperations } from '../operations/registry.ts';
 import { runOperation } from '../operations/pipeline.ts';
 import { appRouter } from './router.ts';
+import { onlySubscriptionParams, serveSubscription, subscriptionFormat } from './subscription.ts';
 import { type Context, describeTrpcError, transformer, unreadableInput } from './procedures.ts';
 import { BODY_LIMIT_BYTES, NOT_JSON, readBodyText } from '../http/body.ts';
 import { logFailure } from '../http/error-middleware.ts';
@@ -32,13 +33,19 @@ export const MAX_BATCH_CALLS = 100;
  * the procedures' own resolvers and REST do), its input read from the body once it is authorized,
  * and the answer is written in tRPC's format (answer.ts). tRPC's own node-http handler builds
  * a Fetch Request and Response per call and runs each procedure's middleware chain (see
- * docs/architecture.md for what that costs); it still serves everything else (queries, streaming,
- * subscriptions, unknown procedures), so the protocol stays tRPC's.
+ * docs/architecture.md for what that costs). Subscriptions take a direct path too
+ * (subscription.ts). tRPC's handler still serves everything else (queries, streaming, unknown
+ * procedures, and any request with a `trpc-accept` header), so the protocol stays tRPC's.
  */
 export function trpcPaths(createContext: CreateContext, log: Logger): OwnPaths {
   const operations = new Map(listOperations().map(({ path, operation }) => [path, operation]));
   // Every procedure is an operation of the registry, at the same path: a mutation unless it is a GET.
   const mutations = new Map([...operations].filter(([, operation]) => operation.openapi.method !== 'GET'));
+  const subscriptions = new Map(
+    [...operations]
+      .filter(([, operation]) => operation.stream)
+      .map(([path, operation]) => [path, { path, operation, format: subscriptionFormat(path) }]),
+  );
 
   const serve: Middleware = async (ctx) => {
     const paths = safeDecode(ctx.path.slice(TRPC_PREFIX.length))?.split(',') ?? [];
@@ -60,6 +67,15 @@ export function trpcPaths(createContext: CreateContext, log: Logger): OwnPaths {
       paths.every((path) => mutations.has(path));
     const request = requestScope(ctx, paths.length);
     const context = createContext(ctx.state.auth, request);
+    const subscription =
+      ctx.method === 'GET' && paths.length === 1 && ctx.get('trpc-accept') === ''
+        ? subscriptions.get(paths[0]!)
+        : undefined;
+    if (subscription !== undefined && onlySubscriptionParams(ctx.querystring)) {
+      return serveSubscription(ctx, subscription, context, (error) =>
+        logTrpcFailure(ctx.state.log ?? log, error, ctx.state.requestId, subscription.path),
+      );
+    }
     if (!direct) return viaTrpcHandler(ctx, () => context, log);
 
     // The body holds every call's input: read once, by the first call that gets that far.

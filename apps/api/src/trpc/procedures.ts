@@ -27,7 +27,7 @@ export type Context = RequestContext;
 // The tRPC boundary: the only module, with trpc/http-adapter.ts, that knows TRPCError.
 
 /** How often a subscription with nothing to send sends tRPC's ping event. */
-const SUBSCRIPTION_PING_MS = 15_000;
+export const SUBSCRIPTION_PING_MS = 15_000;
 
 /** Serializes inputs and outputs over /trpc: superjson carries bigint ids exactly. */
 export const transformer = superjson;
@@ -201,7 +201,7 @@ const ResumeSchema = z.object({
 });
 
 /** A subscription's input with its `lastEventId` as `after`, which it overrides. */
-function resumeInput(input: unknown): unknown {
+export function resumeInput(input: unknown): unknown {
   if (typeof input !== 'object' || input === null || !('lastEventId' in input)) return input;
   const parsed = ResumeSchema.safeParse(input);
   if (!parsed.success) {
