@@ -891,7 +891,9 @@ describe.each(testStores())('the $name store', (testStore) => {
       for (const n of [1, 2]) await store.webhookEndpoints.create(endpoint(n), max);
       await createFannedOut([1n, 2n, 3n]);
       const [leased] = (await store.deliveries.claimEach([{ endpointId: e1!, limit: 1 }], 60_000))[0]!;
-      await sleep(300);
+      // The others due 1 s ago; the retried one due again from now, for less than `olderThanMs`
+      // (800 ms) while the calls below run, however loaded the machine (at 200, a CI run's took longer).
+      await sleep(1_000);
       const [retried] = await store.deliveries.claim({ url: OPERATOR_URL, limit: 1, leaseMs: 60_000 });
       await store.deliveries.retry(retried!.id, { delayMs: 0, error: 'HTTP 500' });
       const expire = (olderThanMs: number, limit: number) =>
@@ -903,13 +905,13 @@ describe.each(testStores())('the $name store', (testStore) => {
           error: 'expired',
         });
       expect(await expire(60_000, 100)).toStrictEqual([]);
-      expect(await expire(200, 3)).toStrictEqual([
+      expect(await expire(800, 3)).toStrictEqual([
         { endpointId: e1 },
         { endpointId: e1 },
         { url: OPERATOR_URL },
       ]);
-      expect(await expire(200, 100)).toStrictEqual([{ url: OPERATOR_URL }]);
-      expect(await expire(200, 100)).toStrictEqual([]);
+      expect(await expire(800, 100)).toStrictEqual([{ url: OPERATOR_URL }]);
+      expect(await expire(800, 100)).toStrictEqual([]);
       expect(await store.deliveries.counts()).toStrictEqual({ pending: 5, delivered: 0, failed: 4 });
       const failed = await store.deliveries.listFailed({ limit: 10 });
       // Never attempted: their attempts unspent, the reason recorded.
