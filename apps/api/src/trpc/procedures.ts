@@ -24,7 +24,8 @@ import { runOperation } from '../operations/pipeline.ts';
  */
 export type Context = RequestContext;
 
-// The tRPC boundary: the only module, with trpc/http-adapter.ts, that knows TRPCError.
+// The tRPC boundary: with trpc/http-adapter.ts and trpc/subscription.ts, the only modules that
+// know TRPCError.
 
 /** How often a subscription with nothing to send sends tRPC's ping event. */
 export const SUBSCRIPTION_PING_MS = 15_000;
@@ -217,7 +218,9 @@ export function resumeInput(input: unknown): unknown {
  * its events gets SERVICE_UNAVAILABLE saying so. A stream the hub cuts otherwise (a shutdown,
  * another token's stream taking its place) cuts the connection rather than completing the subscription,
  * so the client reconnects (to another instance, after a shutdown) and resumes. A revoked token's
- * ends with UNAUTHORIZED, which the client does not retry.
+ * ends with UNAUTHORIZED, which the client does not retry. What `httpSubscriptionLink` sends is
+ * answered by trpc/subscription.ts in the same bytes; tRPC's handler serves this procedure for the
+ * rest (a `trpc-accept` header, other parameters), and the router's types come from it.
  */
 function toSubscription<S extends z.ZodRawShape>(operation: Operation<z.ZodObject<S>, EventStream>) {
   type Input = z.input<z.ZodObject<S>> & { lastEventId?: string | null };
