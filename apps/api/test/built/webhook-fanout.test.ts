@@ -70,7 +70,10 @@ async function firstAttempts(testStore: Parameters<typeof setup>[0], dead: numbe
     id += PER_BURST;
     await sleep(600);
   }
-  for (const hook of healthy) await hook.waitFor((received) => received.length >= created.size, 20_000);
+  // Every plant's delivery, counted once: on a loaded machine an attempt may outlast the timeout
+  // and be sent again (at least once), and a count of requests then came short of the plants.
+  const arrived = (received: { body: string }[]) => new Set(received.map((request) => request.body)).size;
+  for (const hook of healthy) await hook.waitFor((received) => arrived(received) >= created.size, 20_000);
   return healthy.flatMap((hook) => {
     expect(hook.received.every((request) => request.verified)).toBe(true);
     expect(new Set(hook.received.map((request) => request.body))).toStrictEqual(new Set(created.keys()));
@@ -89,14 +92,15 @@ describe.each(testStores())('dead endpoints and healthy ones on $name', (testSto
     console.log(
       `healthy only: p50 ${p(alone, 0.5)} p90 ${p(alone, 0.9)} max ${max(alone)} ms; beside ${DEAD} dead: p50 ${p(beside, 0.5)} p90 ${p(beside, 0.9)} max ${max(beside)} ms`,
     );
-    // Each healthy delivery arrives on its first attempt (exactly once each, checked above) within
-    // a bound close to the healthy-only case. Before failing endpoints got one attempt a round, their
+    // Each healthy delivery arrives (every plant, checked above) within a bound close to the
+    // healthy-only case. Before failing endpoints got one attempt a round, their
     // retries (32 slots each, failing in a hot loop) tripled the median (203-316 ms against 56-83).
     // 2x + 100 ms: CI's loaded machine put a healthy median beside them at 1.6-2x of one without
     // (e.g. 151 against 67 ms); the defect this guards tripled it (issue 42).
     expect(p(beside, 0.5)).toBeLessThan(p(alone, 0.5) * 2 + 100);
-    // And nothing waits for a dead endpoint's timeout (1 s) or backoff.
-    expect(max(beside)).toBeLessThan(max(alone) * 2 + 300);
+    // And nothing waits for a dead endpoint's timeout (1 s): one that did would arrive at least that
+    // much later than the slowest without them. (2x + 300 ms failed a CI run at 923 against 838.)
+    expect(max(beside)).toBeLessThan(max(alone) + Number(FAST.WEBHOOK_TIMEOUT_MS));
   }, 120_000);
 });
 
