@@ -87,21 +87,33 @@ const p = (values: number[], q: number) =>
 
 describe.each(testStores())('dead endpoints and healthy ones on $name', (testStore) => {
   it("never lets dead endpoints' retries delay a healthy endpoint's first attempt", async () => {
-    const alone = await firstAttempts(testStore, 0);
-    const beside = await firstAttempts(testStore, DEAD);
-    console.log(
-      `healthy only: p50 ${p(alone, 0.5)} p90 ${p(alone, 0.9)} max ${max(alone)} ms; beside ${DEAD} dead: p50 ${p(beside, 0.5)} p90 ${p(beside, 0.9)} max ${max(beside)} ms`,
-    );
     // Each healthy delivery arrives (every plant, checked above) within a bound close to the
-    // healthy-only case. Before failing endpoints got one attempt a round, their
-    // retries (32 slots each, failing in a hot loop) tripled the median (203-316 ms against 56-83).
-    // 2x + 100 ms: CI's loaded machine put a healthy median beside them at 1.6-2x of one without
-    // (e.g. 151 against 67 ms); the defect this guards tripled it (issue 42).
+    // healthy-only case. Before failing endpoints got one attempt a round, their retries (32 slots
+    // each, failing in a hot loop) tripled the median (203-316 ms against 56-83): 2x + 100 ms.
+    // And nothing waits for a dead endpoint's timeout (1 s): one that did would arrive at least
+    // that much later than the slowest without them.
+    const within = (alone: number[], beside: number[]) =>
+      p(beside, 0.5) < p(alone, 0.5) * 2 + 100 && max(beside) < max(alone) + Number(FAST.WEBHOOK_TIMEOUT_MS);
+    // A second pair when the first falls outside: on a loaded CI machine the other test files'
+    // load alone once put one pair's medians 3x apart (359 against 119 ms), where the defect is
+    // slower in every pair.
+    let pair: { alone: number[]; beside: number[] } | undefined;
+    for (
+      let attempt = 0;
+      attempt < 2 && (pair === undefined || !within(pair.alone, pair.beside));
+      attempt++
+    ) {
+      const alone = await firstAttempts(testStore, 0);
+      const beside = await firstAttempts(testStore, DEAD);
+      console.log(
+        `healthy only: p50 ${p(alone, 0.5)} p90 ${p(alone, 0.9)} max ${max(alone)} ms; beside ${DEAD} dead: p50 ${p(beside, 0.5)} p90 ${p(beside, 0.9)} max ${max(beside)} ms`,
+      );
+      pair = { alone, beside };
+    }
+    const { alone, beside } = pair!;
     expect(p(beside, 0.5)).toBeLessThan(p(alone, 0.5) * 2 + 100);
-    // And nothing waits for a dead endpoint's timeout (1 s): one that did would arrive at least that
-    // much later than the slowest without them. (2x + 300 ms failed a CI run at 923 against 838.)
     expect(max(beside)).toBeLessThan(max(alone) + Number(FAST.WEBHOOK_TIMEOUT_MS));
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('many endpoints that never answer', () => {
